@@ -1,0 +1,3 @@
+#![forbid(unsafe_code)]
+//! quarry
+pub mod analysis;
