@@ -1,1 +1,18 @@
-//! placeholder
+//! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128, LEB128 varints,
+//! a bounds-checked little-endian reader, CRC32C, and the header/footer every file carries.
+//!
+//! Nothing here knows about documents or queries; every decoder treats its input as untrusted and
+//! returns [`CodecError`] instead of panicking.
+
+pub mod bitpack;
+pub mod checksum;
+pub mod error;
+pub mod framing;
+pub mod reader;
+pub mod varint;
+
+pub use bitpack::{BLOCK_LEN, BlockCodec};
+pub use checksum::crc32c;
+pub use error::CodecError;
+pub use framing::{FileKind, Header, FOOTER_LEN, HEADER_LEN};
+pub use reader::ByteReader;

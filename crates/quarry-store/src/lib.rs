@@ -1,1 +1,22 @@
-//! placeholder
+//! The I/O layer of quarry: where index bytes come from and how they reach disk durably.
+//!
+//! A [`Directory`] is a flat folder of immutable files. Readers ask it for a [`FileHandle`] and
+//! then for [`Bytes`] ranges: with [`MmapDirectory`] a range is a zero-copy view of the mapping
+//! (no syscall), with [`PreadDirectory`] it is one positioned read into a fresh buffer. Writers
+//! create files through it, fsync them, and publish them with an atomic rename plus a directory
+//! fsync. Nothing here knows about documents or queries.
+
+mod bytes;
+mod directory;
+mod error;
+mod mmap;
+mod pread;
+
+#[cfg(test)]
+mod contract_tests;
+
+pub use bytes::Bytes;
+pub use directory::{Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory, open_directory};
+pub use error::{Result, StoreError};
+pub use mmap::MmapDirectory;
+pub use pread::PreadDirectory;

@@ -1,0 +1,142 @@
+//! Bit-packed blocks of 128 integers: the unit of postings storage.
+//!
+//! Packing and unpacking go through the `bitpacking` crate's `BitPacker4x`, which selects its SSE
+//! kernel at run time and falls back to a scalar implementation (same layout) on other CPUs.
+//! A packed block of `b` bits per value is exactly `16 * b` bytes.
+use bitpacking::{BitPacker, BitPacker4x};
+
+use crate::CodecError;
+
+/// Integers per block.
+pub const BLOCK_LEN: usize = 128;
+
+/// Packs and unpacks blocks; cheap to copy (holds only the CPU-feature choice).
+#[derive(Clone, Copy)]
+pub struct BlockCodec {
+    packer: BitPacker4x,
+}
+
+impl std::fmt::Debug for BlockCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BlockCodec")
+    }
+}
+
+impl Default for BlockCodec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Bytes used by one packed block of `num_bits` bits per value.
+#[inline]
+pub const fn packed_len(num_bits: u8) -> usize {
+    num_bits as usize * BLOCK_LEN / 8
+}
+
+impl BlockCodec {
+    pub fn new() -> Self {
+        Self { packer: BitPacker4x::new() }
+    }
+
+    /// Appends `values` packed with the minimal width; returns that width.
+    pub fn pack(&self, values: &[u32; BLOCK_LEN], out: &mut Vec<u8>) -> u8 {
+        let bits = self.packer.num_bits(values);
+        let start = out.len();
+        out.resize(start + packed_len(bits), 0);
+        let n = self.packer.compress(values, &mut out[start..], bits);
+        debug_assert_eq!(n, packed_len(bits));
+        bits
+    }
+
+    /// Appends strictly increasing `values` as deltas from `base` (the previous block's last
+    /// value); returns the width of the deltas.
+    pub fn pack_sorted(&self, base: u32, values: &[u32; BLOCK_LEN], out: &mut Vec<u8>) -> u8 {
+        let bits = self.packer.num_bits_sorted(base, values);
+        let start = out.len();
+        out.resize(start + packed_len(bits), 0);
+        let n = self.packer.compress_sorted(base, values, &mut out[start..], bits);
+        debug_assert_eq!(n, packed_len(bits));
+        bits
+    }
+
+    /// Unpacks one block written by [`pack`](Self::pack); returns the bytes consumed.
+    #[inline]
+    pub fn unpack(&self, bytes: &[u8], bits: u8, out: &mut [u32; BLOCK_LEN]) -> Result<usize, CodecError> {
+        let len = checked_len(bytes, bits)?;
+        self.packer.decompress(&bytes[..len], out, bits);
+        Ok(len)
+    }
+
+    /// Unpacks one block written by [`pack_sorted`](Self::pack_sorted) back to absolute values.
+    #[inline]
+    pub fn unpack_sorted(
+        &self,
+        base: u32,
+        bytes: &[u8],
+        bits: u8,
+        out: &mut [u32; BLOCK_LEN],
+    ) -> Result<usize, CodecError> {
+        let len = checked_len(bytes, bits)?;
+        self.packer.decompress_sorted(base, &bytes[..len], out, bits);
+        Ok(len)
+    }
+}
+
+#[inline]
+fn checked_len(bytes: &[u8], bits: u8) -> Result<usize, CodecError> {
+    if bits > 32 {
+        return Err(CodecError::Invalid { what: format!("bit width {bits} > 32") });
+    }
+    let len = packed_len(bits);
+    if bytes.len() < len {
+        return Err(CodecError::Truncated { offset: 0, needed: len, available: bytes.len() });
+    }
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn block(v: Vec<u32>) -> [u32; BLOCK_LEN] {
+        v.try_into().unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip_any_width(bits in 0u32..=32, seed in proptest::collection::vec(any::<u32>(), BLOCK_LEN)) {
+            let mask = if bits == 32 { u32::MAX } else { (1u32 << bits) - 1 };
+            let values = block(seed.into_iter().map(|x| x & mask).collect());
+            let codec = BlockCodec::new();
+            let mut buf = Vec::new();
+            let b = codec.pack(&values, &mut buf);
+            prop_assert!(u32::from(b) <= bits);
+            prop_assert_eq!(buf.len(), packed_len(b));
+            let mut out = [0u32; BLOCK_LEN];
+            prop_assert_eq!(codec.unpack(&buf, b, &mut out).unwrap(), buf.len());
+            prop_assert_eq!(out, values);
+        }
+
+        #[test]
+        fn roundtrip_sorted(base in 0u32..1000, gaps in proptest::collection::vec(1u32..5000, BLOCK_LEN)) {
+            let mut acc = base;
+            let values = block(gaps.into_iter().map(|g| { acc += g; acc }).collect());
+            let codec = BlockCodec::new();
+            let mut buf = Vec::new();
+            let b = codec.pack_sorted(base, &values, &mut buf);
+            let mut out = [0u32; BLOCK_LEN];
+            codec.unpack_sorted(base, &buf, b, &mut out).unwrap();
+            prop_assert_eq!(out, values);
+        }
+    }
+
+    #[test]
+    fn short_input_is_an_error() {
+        let codec = BlockCodec::new();
+        let mut out = [0u32; BLOCK_LEN];
+        assert!(codec.unpack(&[0u8; 10], 7, &mut out).is_err());
+        assert!(codec.unpack(&[0u8; 1000], 33, &mut out).is_err());
+    }
+}

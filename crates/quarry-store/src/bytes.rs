@@ -1,0 +1,69 @@
+//! [`Bytes`]: a cheaply clonable, sliceable view of immutable bytes owned by an `Arc`.
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+/// Immutable bytes: a range of a memory mapping, or a buffer filled by a read.
+#[derive(Clone)]
+pub struct Bytes {
+    owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    start: usize,
+    end: usize,
+}
+
+impl Bytes {
+    pub fn from_owner(owner: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Self {
+        let end = (*owner).as_ref().len();
+        Self { owner, start: 0, end }
+    }
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        Self::from_owner(Arc::new(v))
+    }
+    pub fn empty() -> Self {
+        Self::from_vec(Vec::new())
+    }
+    /// A sub-range; `None` if it is out of bounds.
+    pub fn slice(&self, range: Range<usize>) -> Option<Bytes> {
+        if range.start > range.end || range.end > self.len() {
+            return None;
+        }
+        Some(Bytes { owner: self.owner.clone(), start: self.start + range.start, end: self.start + range.end })
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        &(*self.owner).as_ref()[self.start..self.end]
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn slicing() {
+        let b = Bytes::from_vec((0u8..10).collect());
+        let s = b.slice(2..8).unwrap();
+        assert_eq!(&*s, &[2, 3, 4, 5, 6, 7]);
+        assert_eq!(&*s.slice(1..3).unwrap(), &[3, 4]);
+        assert!(s.slice(5..7).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let bad = s.slice(3..2);
+        assert!(bad.is_none());
+    }
+}

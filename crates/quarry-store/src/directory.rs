@@ -1,0 +1,206 @@
+//! The [`Directory`] contract and the file-system write side shared by every implementation.
+use std::fmt::Debug;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{Bytes, MmapDirectory, PreadDirectory, Result, StoreError};
+
+/// An open, immutable file.
+///
+/// Contract: `len` never changes; `read_bytes` returns exactly the requested range or
+/// `OutOfBounds`; handles are shareable across threads.
+pub trait FileHandle: Send + Sync + Debug {
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The bytes of `[start, end)`.
+    fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes>;
+    /// The whole file.
+    fn read_all(&self) -> Result<Bytes> {
+        self.read_bytes(0, self.len())
+    }
+    /// The file's name inside its directory, for error messages.
+    fn name(&self) -> &str;
+    /// Tells the OS the file's pages are not needed any more (cold-start experiments).
+    fn evict_from_cache(&self) -> Result<()>;
+}
+
+/// A file being written; nothing is visible to readers of a commit until it is published.
+pub trait FileWriter: Write + Send {
+    /// Flushes, fsyncs and closes the file; returns its length.
+    fn finish(self: Box<Self>) -> Result<u64>;
+}
+
+/// A flat folder of immutable files.
+///
+/// Contract (checked by one shared test suite for every implementation):
+/// - `create` makes a new file; `finish` makes its bytes durable (fsync);
+/// - `atomic_write` replaces a file so that a crash leaves the old or the new content, never a mix;
+/// - `rename` is atomic; `sync_dir` makes creations, renames and deletions durable;
+/// - `open` returns a handle whose reads see the file as finished.
+pub trait Directory: Send + Sync + Debug {
+    fn path(&self) -> &Path;
+    fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>>;
+    fn create(&self, name: &str) -> Result<Box<dyn FileWriter>>;
+    fn exists(&self, name: &str) -> bool;
+    fn delete(&self, name: &str) -> Result<()>;
+    fn rename(&self, from: &str, to: &str) -> Result<()>;
+    fn list(&self) -> Result<Vec<String>>;
+    fn sync_dir(&self) -> Result<()>;
+    /// Writes `bytes` to `name` durably and atomically: a temporary file, fsync, rename, fsync of
+    /// the directory.
+    fn atomic_write(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let tmp = format!("{name}.tmp");
+        let mut w = self.create(&tmp)?;
+        w.write_all(bytes).map_err(|e| StoreError::io("write", self.path().join(&tmp), e))?;
+        w.finish()?;
+        self.rename(&tmp, name)?;
+        self.sync_dir()
+    }
+    /// The implementation's name ("mmap", "pread").
+    fn kind(&self) -> DirectoryKind;
+}
+
+/// Which read path a directory uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DirectoryKind {
+    /// Memory-mapped, zero-copy (the default).
+    #[default]
+    Mmap,
+    /// Positioned reads into owned buffers.
+    Pread,
+}
+
+impl std::str::FromStr for DirectoryKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "mmap" => Ok(Self::Mmap),
+            "pread" => Ok(Self::Pread),
+            other => Err(format!("unknown directory kind {other:?} (expected mmap or pread)")),
+        }
+    }
+}
+
+impl std::fmt::Display for DirectoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Mmap => "mmap",
+            Self::Pread => "pread",
+        })
+    }
+}
+
+/// Opens (creating if needed) the folder `path` with the chosen read path.
+pub fn open_directory(path: &Path, kind: DirectoryKind) -> Result<Arc<dyn Directory>> {
+    Ok(match kind {
+        DirectoryKind::Mmap => Arc::new(MmapDirectory::open(path)?),
+        DirectoryKind::Pread => Arc::new(PreadDirectory::open(path)?),
+    })
+}
+
+/// The write side and folder operations, shared by every file-system directory.
+#[derive(Debug, Clone)]
+pub struct FsDirectory {
+    root: PathBuf,
+}
+
+impl FsDirectory {
+    pub fn open(path: &Path) -> Result<Self> {
+        fs::create_dir_all(path).map_err(|e| StoreError::io("create directory", path, e))?;
+        Ok(Self { root: path.to_path_buf() })
+    }
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+    /// The full path of `name`, refusing names that would escape the folder.
+    pub fn resolve(&self, name: &str) -> Result<PathBuf> {
+        if name.is_empty() || name.contains('/') || name.contains('\\') || name == "." || name == ".." {
+            return Err(StoreError::BadName { name: name.to_string() });
+        }
+        Ok(self.root.join(name))
+    }
+    pub fn open_file(&self, name: &str) -> Result<(PathBuf, File)> {
+        let p = self.resolve(name)?;
+        let f = File::open(&p).map_err(|e| StoreError::io("open", &p, e))?;
+        Ok((p, f))
+    }
+    pub fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
+        let path = self.resolve(name)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("create", &path, e))?;
+        Ok(Box::new(FsWriter { inner: std::io::BufWriter::with_capacity(1 << 16, file), path, len: 0 }))
+    }
+    pub fn exists(&self, name: &str) -> bool {
+        self.resolve(name).map(|p| p.exists()).unwrap_or(false)
+    }
+    pub fn delete(&self, name: &str) -> Result<()> {
+        let p = self.resolve(name)?;
+        fs::remove_file(&p).map_err(|e| StoreError::io("delete", &p, e))
+    }
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let (a, b) = (self.resolve(from)?, self.resolve(to)?);
+        fs::rename(&a, &b).map_err(|e| StoreError::io("rename", &a, e))
+    }
+    pub fn list(&self) -> Result<Vec<String>> {
+        let rd = fs::read_dir(&self.root).map_err(|e| StoreError::io("list", &self.root, e))?;
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| StoreError::io("list", &self.root, e))?;
+            if entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+    pub fn sync_dir(&self) -> Result<()> {
+        let d = File::open(&self.root).map_err(|e| StoreError::io("open directory", &self.root, e))?;
+        d.sync_all().map_err(|e| StoreError::io("fsync directory", &self.root, e))
+    }
+}
+
+struct FsWriter {
+    inner: std::io::BufWriter<File>,
+    path: PathBuf,
+    len: u64,
+}
+
+impl Write for FsWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl FileWriter for FsWriter {
+    fn finish(self: Box<Self>) -> Result<u64> {
+        let FsWriter { inner, path, len } = *self;
+        let file = inner.into_inner().map_err(|e| StoreError::io("write", &path, e.into_error()))?;
+        file.sync_all().map_err(|e| StoreError::io("fsync", &path, e))?;
+        Ok(len)
+    }
+}
+
+/// Drops the page cache of `file` (after an fsync, so dirty pages are written first).
+pub(crate) fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    file.sync_all().map_err(|e| StoreError::io("fsync", path, e))?;
+    // SAFETY: the fd is valid for the lifetime of `file`; posix_fadvise only takes integers.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(StoreError::io("posix_fadvise", path, std::io::Error::from_raw_os_error(rc)));
+    }
+    Ok(())
+}

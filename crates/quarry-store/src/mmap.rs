@@ -1,0 +1,93 @@
+//! [`MmapDirectory`]: files are memory-mapped once; every read is a zero-copy view.
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+use crate::directory::{fadvise_dontneed, FsDirectory};
+use crate::{Bytes, Directory, DirectoryKind, FileHandle, FileWriter, Result, StoreError};
+
+/// Reads through `mmap(2)`: no syscall and no copy per read, which suits the random access of
+/// skipping and block-max pruning.
+#[derive(Debug, Clone)]
+pub struct MmapDirectory {
+    fs: FsDirectory,
+}
+
+impl MmapDirectory {
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self { fs: FsDirectory::open(path)? })
+    }
+}
+
+struct MappedFile {
+    name: String,
+    path: PathBuf,
+    file: File,
+    bytes: Bytes,
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedFile({}, {} bytes)", self.name, self.bytes.len())
+    }
+}
+
+impl FileHandle for MappedFile {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+    fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes> {
+        let oob = || StoreError::OutOfBounds { path: self.path.clone(), start, end, len: self.len() };
+        let (s, e) = (usize::try_from(start).map_err(|_| oob())?, usize::try_from(end).map_err(|_| oob())?);
+        self.bytes.slice(s..e).ok_or_else(oob)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn evict_from_cache(&self) -> Result<()> {
+        fadvise_dontneed(&self.file, &self.path)
+    }
+}
+
+impl Directory for MmapDirectory {
+    fn path(&self) -> &Path {
+        self.fs.path()
+    }
+    fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
+        let (path, file) = self.fs.open_file(name)?;
+        let len = file.metadata().map_err(|e| StoreError::io("stat", &path, e))?.len();
+        let bytes = if len == 0 {
+            // mmap of an empty file fails on Linux; an empty buffer is equivalent.
+            Bytes::empty()
+        } else {
+            // SAFETY: index files are immutable once published (written, fsynced, then renamed
+            // into a commit); quarry never truncates or rewrites a file that may be mapped.
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", &path, e))?;
+            Bytes::from_owner(Arc::new(map))
+        };
+        Ok(Arc::new(MappedFile { name: name.to_string(), path, file, bytes }))
+    }
+    fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
+        self.fs.create(name)
+    }
+    fn exists(&self, name: &str) -> bool {
+        self.fs.exists(name)
+    }
+    fn delete(&self, name: &str) -> Result<()> {
+        self.fs.delete(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.fs.rename(from, to)
+    }
+    fn list(&self) -> Result<Vec<String>> {
+        self.fs.list()
+    }
+    fn sync_dir(&self) -> Result<()> {
+        self.fs.sync_dir()
+    }
+    fn kind(&self) -> DirectoryKind {
+        DirectoryKind::Mmap
+    }
+}
