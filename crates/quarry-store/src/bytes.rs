@@ -3,17 +3,27 @@ use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 /// Immutable bytes: a range of a memory mapping, or a buffer filled by a read.
+///
+/// Holds a raw pointer into the owner's bytes so that dereferencing is free (no virtual call):
+/// readers deref in their hot loops.
 #[derive(Clone)]
 pub struct Bytes {
     owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
-    start: usize,
-    end: usize,
+    ptr: *const u8,
+    len: usize,
 }
+
+// SAFETY: `ptr` points into the owner's immutable bytes, which are `Send + Sync` and kept alive
+// by the `Arc`; `Bytes` only ever hands out shared slices of them.
+unsafe impl Send for Bytes {}
+// SAFETY: as above; no interior mutability.
+unsafe impl Sync for Bytes {}
 
 impl Bytes {
     pub fn from_owner(owner: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Self {
-        let end = (*owner).as_ref().len();
-        Self { owner, start: 0, end }
+        let slice = (*owner).as_ref();
+        let (ptr, len) = (slice.as_ptr(), slice.len());
+        Self { owner, ptr, len }
     }
     pub fn from_vec(v: Vec<u8>) -> Self {
         Self::from_owner(Arc::new(v))
@@ -26,10 +36,16 @@ impl Bytes {
         if range.start > range.end || range.end > self.len() {
             return None;
         }
-        Some(Bytes { owner: self.owner.clone(), start: self.start + range.start, end: self.start + range.end })
+        // SAFETY: range.start <= self.len was checked, so the pointer stays inside the owner.
+        let ptr = unsafe { self.ptr.add(range.start) };
+        Some(Bytes { owner: self.owner.clone(), ptr, len: range.end - range.start })
     }
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        &(*self.owner).as_ref()[self.start..self.end]
+        // SAFETY: ptr/len describe a sub-range of the owner's bytes (checked at construction),
+        // the owner's bytes never move or change (Vec never mutated after wrapping; mmaps are of
+        // immutable files), and the Arc keeps them alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 

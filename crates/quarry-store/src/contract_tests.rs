@@ -17,6 +17,9 @@ fn reads_what_was_written(dir: &dyn Directory) {
     assert_eq!(h.len(), data.len() as u64);
     assert_eq!(h.name(), "a.bin");
     assert_eq!(&*h.read_all().unwrap(), &data[..]);
+    if let Some(view) = h.mapped_view() {
+        assert_eq!(&*view, &data[..]);
+    }
     assert_eq!(&*h.read_bytes(10, 20).unwrap(), &data[10..20]);
     assert_eq!(h.read_bytes(5, 5).unwrap().len(), 0);
     let end = data.len() as u64;

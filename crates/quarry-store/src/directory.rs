@@ -22,6 +22,11 @@ pub trait FileHandle: Send + Sync + Debug {
     fn read_all(&self) -> Result<Bytes> {
         self.read_bytes(0, self.len())
     }
+    /// The whole file as a zero-copy view, when reading it costs nothing (memory-mapped files).
+    /// Readers use it to skip per-lookup reads; `None` means "use `read_bytes`".
+    fn mapped_view(&self) -> Option<Bytes> {
+        None
+    }
     /// The file's name inside its directory, for error messages.
     fn name(&self) -> &str;
     /// Tells the OS the file's pages are not needed any more (cold-start experiments).

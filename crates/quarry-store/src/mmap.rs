@@ -46,6 +46,9 @@ impl FileHandle for MappedFile {
     fn name(&self) -> &str {
         &self.name
     }
+    fn mapped_view(&self) -> Option<Bytes> {
+        Some(self.bytes.clone())
+    }
     fn evict_from_cache(&self) -> Result<()> {
         fadvise_dontneed(&self.file, &self.path)
     }

@@ -1,0 +1,53 @@
+//! Format v1 constants: file kinds, versions and extensions. Spec: `docs/format/README.md`.
+use quarry_codecs::framing::{self, FileKind};
+use quarry_codecs::Header;
+
+use crate::error::InFile;
+use crate::Result;
+
+/// The format version this build writes.
+pub const VERSION: u32 = 1;
+/// The oldest version this build reads.
+pub const MIN_VERSION: u32 = 1;
+
+pub const KIND_COMMIT: FileKind = FileKind(*b"CMIT");
+pub const KIND_META: FileKind = FileKind(*b"SEGM");
+pub const KIND_TERMS: FileKind = FileKind(*b"TERM");
+pub const KIND_POSTINGS: FileKind = FileKind(*b"POST");
+pub const KIND_POSITIONS: FileKind = FileKind(*b"POSI");
+pub const KIND_NORMS: FileKind = FileKind(*b"NORM");
+pub const KIND_STORED: FileKind = FileKind(*b"STOR");
+
+/// The files of one segment: (extension, kind).
+pub const SEGMENT_FILES: [(&str, FileKind); 6] = [
+    ("meta", KIND_META),
+    ("terms", KIND_TERMS),
+    ("post", KIND_POSTINGS),
+    ("pos", KIND_POSITIONS),
+    ("norms", KIND_NORMS),
+    ("store", KIND_STORED),
+];
+
+/// Starts a file: its 16-byte header.
+pub fn begin(kind: FileKind) -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 << 12);
+    Header { kind, version: VERSION }.write(&mut v);
+    v
+}
+
+/// Ends a file: its footer with the CRC32C of everything before.
+pub fn finish(mut bytes: Vec<u8>) -> Vec<u8> {
+    framing::write_footer(&mut bytes);
+    bytes
+}
+
+/// Checks header, version range and footer magic of `file` named `name`.
+pub fn check(name: &str, file: &[u8], kind: FileKind) -> Result<()> {
+    framing::check_frame(file, kind, MIN_VERSION, VERSION).in_file(name)?;
+    Ok(())
+}
+
+/// Checks the whole-file CRC (reads every byte: used for small files at open and by `check`).
+pub fn check_crc(name: &str, file: &[u8]) -> Result<()> {
+    framing::check_crc(file).in_file(name)
+}

@@ -1,0 +1,161 @@
+//! Segment metadata and the commit point: small JSON documents inside framed, checksummed files,
+//! fully verified when opened. Spec: `docs/format/meta.md` and `docs/format/commit.md`.
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::format::{self, KIND_COMMIT, KIND_META};
+use crate::{Error, Result};
+
+/// Statistics and layout of one field inside a segment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FieldMeta {
+    /// Documents with at least one term in the field.
+    pub doc_count: u32,
+    /// Number of tokens over all documents.
+    pub sum_total_term_freq: u64,
+    /// Sum over terms of their document frequency.
+    pub sum_doc_freq: u64,
+    pub unique_terms: u64,
+    /// The field's FST in the terms file.
+    pub fst_offset: u64,
+    pub fst_len: u64,
+    /// The field's norms in the norms file (text fields only).
+    pub norms_offset: Option<u64>,
+}
+
+/// Length and CRC32C of a segment file, checked when the segment is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileMeta {
+    pub len: u64,
+    pub crc: u32,
+}
+
+/// The `<segment>.meta` file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentMeta {
+    pub name: String,
+    pub doc_count: u32,
+    /// Runs `(first local doc, first sequence number)`: document `d` of the run starting at
+    /// local doc `l` with sequence `s` was the `(s + d - l)`-th document added to the index.
+    /// Ties in ranking are broken by this sequence ("index order"), whatever the threads.
+    pub seq_runs: Vec<(u32, u64)>,
+    /// Per schema field, by field id.
+    pub fields: Vec<FieldMeta>,
+    pub stored_index_offset: u64,
+    pub stored_blocks: u32,
+    /// Every other file of the segment by extension.
+    pub files: BTreeMap<String, FileMeta>,
+}
+
+impl SegmentMeta {
+    pub fn file_name(name: &str, ext: &str) -> String {
+        format!("{name}.{ext}")
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = format::begin(KIND_META);
+        out.extend_from_slice(&serde_json::to_vec(self).expect("meta serializes"));
+        format::finish(out)
+    }
+
+    pub fn decode(file: &str, bytes: &[u8]) -> Result<Self> {
+        format::check(file, bytes, KIND_META)?;
+        format::check_crc(file, bytes)?;
+        let body = quarry_codecs::framing::body(bytes);
+        let meta: SegmentMeta = serde_json::from_slice(body).map_err(|e| Error::corrupt(file, format!("segment metadata: {e}")))?;
+        let mut prev: Option<(u32, u64)> = None;
+        for &(l, s) in &meta.seq_runs {
+            if l >= meta.doc_count.max(1) || prev.is_some_and(|(pl, _)| pl >= l) {
+                return Err(Error::corrupt(file, "sequence runs are not increasing within the segment"));
+            }
+            prev = Some((l, s));
+        }
+        if meta.doc_count > 0 && meta.seq_runs.first().map(|r| r.0) != Some(0) {
+            return Err(Error::corrupt(file, "sequence runs do not start at document 0"));
+        }
+        Ok(meta)
+    }
+
+    /// The sequence number (global index order) of local document `doc`.
+    pub fn seq(&self, doc: u32) -> u64 {
+        let i = self.seq_runs.partition_point(|&(l, _)| l <= doc);
+        match i.checked_sub(1).and_then(|i| self.seq_runs.get(i)) {
+            Some(&(l, s)) => s + u64::from(doc - l),
+            None => u64::from(doc),
+        }
+    }
+}
+
+/// One segment as listed by a commit point.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentRef {
+    pub name: String,
+    pub doc_count: u32,
+    /// Generation of the segment's deleted-documents file; 0 = no deletions. (Format v1 never
+    /// writes deletions; the field reserves the place so that adding them needs no rewrite.)
+    #[serde(default)]
+    pub del_gen: u64,
+}
+
+/// The `commit_<generation>` file: the schema and the live segments of one commit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitPoint {
+    pub generation: u64,
+    pub format_version: u32,
+    pub schema: serde_json::Value,
+    pub segments: Vec<SegmentRef>,
+    /// The next document sequence number (documents ever added, including merged ones).
+    pub next_seq: u64,
+    /// The next segment number to use for a new segment's name.
+    pub next_segment: u64,
+    /// Free-form data of the application (e.g. the source file), kept across commits.
+    #[serde(default)]
+    pub user_data: BTreeMap<String, String>,
+}
+
+pub const COMMIT_PREFIX: &str = "commit_";
+
+impl CommitPoint {
+    pub fn file_name(generation: u64) -> String {
+        format!("{COMMIT_PREFIX}{generation:010}")
+    }
+
+    /// The generation of a commit file name, if it is one.
+    pub fn parse_name(name: &str) -> Option<u64> {
+        let g = name.strip_prefix(COMMIT_PREFIX)?;
+        if g.len() == 10 && g.bytes().all(|b| b.is_ascii_digit()) {
+            g.parse().ok()
+        } else {
+            None
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = format::begin(KIND_COMMIT);
+        out.extend_from_slice(&serde_json::to_vec_pretty(self).expect("commit serializes"));
+        format::finish(out)
+    }
+
+    pub fn decode(file: &str, bytes: &[u8]) -> Result<Self> {
+        format::check(file, bytes, KIND_COMMIT)?;
+        format::check_crc(file, bytes)?;
+        let body = quarry_codecs::framing::body(bytes);
+        let c: CommitPoint = serde_json::from_slice(body).map_err(|e| Error::corrupt(file, format!("commit point: {e}")))?;
+        if c.format_version != format::VERSION {
+            return Err(if c.format_version < format::MIN_VERSION {
+                Error::TooOld { file: file.into(), found: c.format_version, min: format::MIN_VERSION }
+            } else {
+                Error::TooNew { file: file.into(), found: c.format_version, max: format::VERSION }
+            });
+        }
+        Ok(c)
+    }
+
+    pub fn doc_count(&self) -> u64 {
+        self.segments.iter().map(|s| u64::from(s.doc_count)).sum()
+    }
+}

@@ -1,0 +1,387 @@
+//! Reads a term's postings in place: [`TermInfo`] parses the few header bytes of a term entry,
+//! [`PostingsCursor`] walks its blocks, skipping through the skip table.
+//!
+//! Corrupt bytes never panic: a cursor that meets an inconsistency stops (returns
+//! [`TERMINATED`]) and reports it through [`PostingsCursor::is_corrupt`].
+use quarry_codecs::{BlockCodec, ByteReader, CodecError};
+use quarry_store::Bytes;
+
+use super::{Impact, BLOCK, SKIP_ENTRY_LEN};
+
+/// The doc id returned once a cursor is exhausted.
+pub const TERMINATED: u32 = u32::MAX;
+
+/// A term entry's header, parsed from the postings file.
+#[derive(Clone, Debug)]
+pub struct TermInfo {
+    pub doc_freq: u32,
+    /// The term-wide best (freq, norm): bounds the score of any of its documents.
+    pub impact: Impact,
+    /// Offset of the term's positions in the positions file (0 for fields without positions).
+    pub pos_start: u64,
+    /// Bytes of the term's positions.
+    pub pos_len: u64,
+    n_blocks: u32,
+    skip_start: usize,
+    blocks_start: usize,
+    blocks_len: usize,
+}
+
+/// The longest possible entry header (before the skip table), in bytes.
+pub const MAX_HEADER_LEN: usize = 5 + 5 + 1 + 10 + 10 + 10;
+
+impl TermInfo {
+    /// The total length of the entry starting at `head[0]` (header, skip table and blocks), from
+    /// its header alone: lets a positioned-read directory fetch an entry in two small reads.
+    pub fn entry_len(head: &[u8], has_positions: bool) -> Result<u64, CodecError> {
+        let mut r = ByteReader::new(head);
+        let df = r.vu32()?;
+        r.vu32()?;
+        r.u8()?;
+        if has_positions {
+            r.vu64()?;
+            r.vu64()?;
+        }
+        let blocks_len = r.vu64()?;
+        let n_blocks = u64::from(df.div_ceil(BLOCK as u32));
+        let skip = if n_blocks > 1 { n_blocks * SKIP_ENTRY_LEN as u64 } else { 0 };
+        (r.position() as u64).checked_add(skip).and_then(|x| x.checked_add(blocks_len)).ok_or(CodecError::Invalid { what: "entry length overflows".into() })
+    }
+
+    /// Parses the entry at `offset` of the postings file `post`.
+    pub fn parse(post: &[u8], offset: u64, has_positions: bool) -> Result<Self, CodecError> {
+        let start = usize::try_from(offset).map_err(|_| CodecError::Invalid { what: format!("offset {offset}") })?;
+        if start >= post.len() {
+            return Err(CodecError::Truncated { offset: start, needed: 1, available: 0 });
+        }
+        let mut r = ByteReader::at(post, start);
+        let doc_freq = r.vu32()?;
+        if doc_freq == 0 {
+            return Err(CodecError::Invalid { what: format!("term at offset {offset} has doc_freq 0") });
+        }
+        let max_freq = r.vu32()?;
+        let min_norm = r.u8()?;
+        let (pos_start, pos_len) = if has_positions { (r.vu64()?, r.vu64()?) } else { (0, 0) };
+        let blocks_len = usize::try_from(r.vu64()?).map_err(|_| CodecError::Invalid { what: "blocks length".into() })?;
+        let n_blocks = doc_freq.div_ceil(BLOCK as u32);
+        let skip_start = r.position();
+        let skip_len = if n_blocks > 1 { n_blocks as usize * SKIP_ENTRY_LEN } else { 0 };
+        r.bytes(skip_len)?;
+        let blocks_start = r.position();
+        r.bytes(blocks_len)?;
+        Ok(Self { doc_freq, impact: Impact { max_freq, min_norm }, pos_start, pos_len, n_blocks, skip_start, blocks_start, blocks_len })
+    }
+
+    /// Total bytes of the entry's skip table and blocks (for statistics).
+    pub fn byte_len(&self) -> usize {
+        self.blocks_start - self.skip_start + self.blocks_len
+    }
+
+    /// Where the entry ends, relative to the slice it was parsed from.
+    pub fn end(&self) -> usize {
+        self.blocks_start + self.blocks_len
+    }
+
+}
+
+/// Iterates the documents of one term in increasing order.
+pub struct PostingsCursor {
+    codec: BlockCodec,
+    skips: Bytes,
+    blocks: Bytes,
+    positions: Option<Bytes>,
+    doc_count: u32,
+    df: u32,
+    n_blocks: u32,
+    term_impact: Impact,
+    /// Current block (n_blocks when exhausted, u32::MAX before the first).
+    block: u32,
+    block_len: usize,
+    idx: usize,
+    docs: [u32; BLOCK],
+    freqs: [u32; BLOCK],
+    /// Where the block after the current one starts and its base doc (sequential reads).
+    next_off: usize,
+    doc: u32,
+    pos_block: u32,
+    pos_off: usize,
+    pos_idx: usize,
+    corrupt: Option<String>,
+}
+
+impl PostingsCursor {
+    /// A cursor over `info`'s entry in `post`; `positions` is the term's own positions (the
+    /// `pos_len` bytes at `pos_start` of the positions file) when they will be read;
+    /// `doc_count` bounds valid doc ids.
+    pub fn new(info: &TermInfo, post: &Bytes, positions: Option<&Bytes>, doc_count: u32) -> Self {
+        let skips = post
+            .slice(info.skip_start..info.blocks_start)
+            .unwrap_or_else(Bytes::empty);
+        let blocks = post
+            .slice(info.blocks_start..info.blocks_start + info.blocks_len)
+            .unwrap_or_else(Bytes::empty);
+        let positions = positions.cloned();
+        let mut c = Self {
+            codec: BlockCodec::new(),
+            skips,
+            blocks,
+            positions,
+            doc_count,
+            df: info.doc_freq,
+            n_blocks: info.n_blocks,
+            term_impact: info.impact,
+            block: u32::MAX,
+            block_len: 0,
+            idx: 0,
+            docs: [0; BLOCK],
+            freqs: [0; BLOCK],
+            next_off: 0,
+            doc: 0,
+            pos_block: u32::MAX,
+            pos_off: 0,
+            pos_idx: 0,
+            corrupt: None,
+        };
+        c.load_block(0, 0, 0);
+        c
+    }
+
+    /// The current document, or [`TERMINATED`].
+    #[inline]
+    pub fn doc(&self) -> u32 {
+        self.doc
+    }
+
+    /// The current document's term frequency.
+    #[inline]
+    pub fn freq(&self) -> u32 {
+        self.freqs[self.idx.min(BLOCK - 1)]
+    }
+
+    pub fn doc_freq(&self) -> u32 {
+        self.df
+    }
+
+    /// An inconsistency met while decoding, if any.
+    pub fn is_corrupt(&self) -> Option<&str> {
+        self.corrupt.as_deref()
+    }
+
+    /// Advances to the next document.
+    #[inline]
+    pub fn next(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.idx += 1;
+        if self.idx < self.block_len {
+            self.doc = self.docs[self.idx];
+            return self.doc;
+        }
+        let next = self.block.wrapping_add(1);
+        let base = self.docs[self.block_len.saturating_sub(1)];
+        self.load_block(next, self.next_off, base);
+        self.doc
+    }
+
+    /// Advances to the first document `>= target`.
+    #[inline]
+    pub fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        if self.docs[self.block_len - 1] < target {
+            // Not in this block: find the first block whose last doc is >= target.
+            if self.n_blocks <= 1 || self.block + 1 >= self.n_blocks {
+                return self.stop();
+            }
+            let mut lo = self.block as usize + 1;
+            let mut hi = self.n_blocks as usize;
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if self.skip_last_doc(mid) < target {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo >= self.n_blocks as usize {
+                return self.stop();
+            }
+            let base = self.skip_last_doc(lo - 1);
+            let off = self.skip_u32(lo, 4) as usize;
+            self.load_block(lo as u32, off, base);
+            if self.doc == TERMINATED {
+                return TERMINATED;
+            }
+        }
+        while self.docs[self.idx] < target {
+            self.idx += 1;
+        }
+        self.doc = self.docs[self.idx];
+        self.doc
+    }
+
+    /// The block that would hold `target` (without decoding it): its last doc and best impact.
+    /// `None` once `target` is past the last document.
+    pub fn shallow_block(&self, target: u32) -> Option<(u32, Impact)> {
+        if self.n_blocks <= 1 {
+            return if self.doc == TERMINATED { None } else { Some((TERMINATED - 1, self.term_impact)) };
+        }
+        let mut lo = 0usize;
+        let mut hi = self.n_blocks as usize;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.skip_last_doc(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo >= self.n_blocks as usize {
+            return None;
+        }
+        Some((self.skip_last_doc(lo), self.skip_impact(lo)))
+    }
+
+    /// The term-wide best impact.
+    pub fn term_impact(&self) -> Impact {
+        self.term_impact
+    }
+
+    /// Fills `out` with the current document's positions.
+    pub fn positions(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        let Some(pos) = self.positions.as_ref() else { return };
+        if self.doc == TERMINATED {
+            return;
+        }
+        if self.pos_block != self.block || self.pos_idx > self.idx {
+            self.pos_block = self.block;
+            self.pos_off = if self.n_blocks > 1 { self.skip_u64(self.block as usize, 8) as usize } else { 0 };
+            self.pos_idx = 0;
+        }
+        let bytes: &[u8] = pos;
+        let mut r = ByteReader::at(bytes, self.pos_off);
+        let result: Result<(), CodecError> = (|| {
+            while self.pos_idx < self.idx {
+                for _ in 0..self.freqs[self.pos_idx] {
+                    r.vu32()?;
+                }
+                self.pos_idx += 1;
+            }
+            let mut p = 0u32;
+            for _ in 0..self.freqs[self.idx] {
+                p = p.wrapping_add(r.vu32()?);
+                out.push(p);
+            }
+            Ok(())
+        })();
+        self.pos_off = r.position();
+        self.pos_idx = self.idx + 1;
+        if let Err(e) = result {
+            self.fail(format!("positions: {e}"));
+            out.clear();
+        }
+    }
+
+    fn stop(&mut self) -> u32 {
+        self.doc = TERMINATED;
+        self.block = self.n_blocks;
+        self.block_len = 1;
+        self.idx = 0;
+        self.docs[0] = TERMINATED;
+        TERMINATED
+    }
+
+    fn fail(&mut self, why: String) {
+        if self.corrupt.is_none() {
+            self.corrupt = Some(why);
+        }
+        self.stop();
+    }
+
+    #[inline]
+    fn skip_u32(&self, block: usize, at: usize) -> u32 {
+        let o = block * SKIP_ENTRY_LEN + at;
+        match self.skips.get(o..o + 4) {
+            Some(b) => u32::from_le_bytes(b.try_into().expect("4 bytes")),
+            None => 0,
+        }
+    }
+    fn skip_u64(&self, block: usize, at: usize) -> u64 {
+        let o = block * SKIP_ENTRY_LEN + at;
+        match self.skips.get(o..o + 8) {
+            Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+            None => 0,
+        }
+    }
+    #[inline]
+    fn skip_last_doc(&self, block: usize) -> u32 {
+        self.skip_u32(block, 0)
+    }
+    fn skip_impact(&self, block: usize) -> Impact {
+        let norm = self.skips.get(block * SKIP_ENTRY_LEN + 20).copied().unwrap_or(0);
+        Impact { max_freq: self.skip_u32(block, 16), min_norm: norm }
+    }
+
+    /// Decodes block `b` starting at byte `off` of the blocks region, with `base` the last doc of
+    /// the previous block.
+    fn load_block(&mut self, b: u32, off: usize, base: u32) {
+        if b >= self.n_blocks {
+            self.stop();
+            return;
+        }
+        let first = b as usize * BLOCK;
+        let len = (self.df as usize - first).min(BLOCK);
+        let blocks = self.blocks.clone();
+        let bytes: &[u8] = &blocks;
+        let decoded = if len == BLOCK {
+            self.decode_full(bytes, off, base)
+        } else {
+            self.decode_tail(bytes, off, base, len)
+        };
+        match decoded {
+            Ok(next_off) => {
+                let last = self.docs[len - 1];
+                let expected_last = if self.n_blocks > 1 { Some(self.skip_last_doc(b as usize)) } else { None };
+                if last >= self.doc_count || expected_last.is_some_and(|e| e != last) || (b > 0 && self.docs[0] <= base) {
+                    self.fail(format!("block {b}: doc ids inconsistent with the skip table or the segment size"));
+                    return;
+                }
+                self.block = b;
+                self.block_len = len;
+                self.idx = 0;
+                self.next_off = next_off;
+                self.doc = self.docs[0];
+            }
+            Err(e) => self.fail(format!("block {b}: {e}")),
+        }
+    }
+
+    fn decode_full(&mut self, bytes: &[u8], off: usize, base: u32) -> Result<usize, CodecError> {
+        let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated { offset: off, needed: 2, available: 0 })?;
+        let (db, fb) = (head[0], head[1]);
+        let mut p = off + 2;
+        let rest = bytes.get(p..).unwrap_or(&[]);
+        p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
+        let rest = bytes.get(p..).unwrap_or(&[]);
+        p += self.codec.unpack(rest, fb, &mut self.freqs)?;
+        for f in self.freqs.iter_mut() {
+            *f = f.wrapping_add(1);
+        }
+        Ok(p)
+    }
+
+    fn decode_tail(&mut self, bytes: &[u8], off: usize, base: u32, len: usize) -> Result<usize, CodecError> {
+        let mut r = ByteReader::at(bytes, off);
+        let mut doc = base;
+        for i in 0..len {
+            let v = r.vu32()?;
+            doc = doc.checked_add(v >> 1).ok_or(CodecError::Invalid { what: "doc id overflow".into() })?;
+            self.docs[i] = doc;
+            self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()? };
+        }
+        Ok(r.position())
+    }
+}

@@ -1,0 +1,129 @@
+//! Round-trip and skipping tests of the postings writer and reader.
+use proptest::prelude::*;
+use quarry_store::Bytes;
+
+use super::*;
+
+fn build(docs: &[u32], freqs: &[u32], positions: &[u32]) -> (Bytes, Bytes, TermInfo) {
+    let mut w = PostingsWriter::new(vec![0u8; 16], vec![0u8; 16]);
+    // A decoy term first so offsets are non-trivial.
+    w.write_term(&[1], &[1], Some(&[0]), &|_| 5);
+    let off = w.write_term(docs, freqs, Some(positions), &|d| (d % 200) as u8);
+    let post = Bytes::from_vec(w.post.clone());
+    let info = TermInfo::parse(&post, off, true).unwrap();
+    let ps = info.pos_start as usize;
+    let pos = Bytes::from_vec(w.pos[ps..ps + info.pos_len as usize].to_vec());
+    (post, pos, info)
+}
+
+fn sample(gaps: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let mut docs = Vec::new();
+    let mut freqs = Vec::new();
+    let mut positions = Vec::new();
+    let mut d = 0u32;
+    for (i, g) in gaps.iter().enumerate() {
+        d += g;
+        docs.push(d);
+        let f = (i as u32 * 7 + d) % 5 + 1;
+        freqs.push(f);
+        for k in 0..f {
+            positions.push(k * 3 + d % 4);
+        }
+    }
+    (docs, freqs, positions)
+}
+
+proptest! {
+    #[test]
+    fn roundtrip_next_and_positions(gaps in proptest::collection::vec(1u32..300, 1..700)) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        prop_assert_eq!(info.doc_freq as usize, docs.len());
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), docs[docs.len() - 1] + 1);
+        let mut p = Vec::new();
+        let mut pi = 0;
+        for i in 0..docs.len() {
+            prop_assert_eq!(c.doc(), docs[i]);
+            prop_assert_eq!(c.freq(), freqs[i]);
+            // Read positions of every other doc so skipping over unread docs is exercised.
+            if i % 2 == 0 {
+                c.positions(&mut p);
+                prop_assert_eq!(&p[..], &positions[pi..pi + freqs[i] as usize]);
+            }
+            pi += freqs[i] as usize;
+            c.next();
+        }
+        prop_assert_eq!(c.doc(), TERMINATED);
+        prop_assert!(c.is_corrupt().is_none());
+    }
+
+    #[test]
+    fn seek_matches_linear(gaps in proptest::collection::vec(1u32..50, 1..1000), targets in proptest::collection::vec(0u32..60_000, 1..40)) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut targets = targets;
+        targets.sort();
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), 100_000);
+        let mut p = Vec::new();
+        for t in targets {
+            let expect = docs.iter().position(|&d| d >= t.max(c.doc().min(u32::MAX - 1)));
+            let got = c.seek(t);
+            match expect {
+                Some(i) if docs[i] >= t => {
+                    prop_assert_eq!(got, docs[i]);
+                    prop_assert_eq!(c.freq(), freqs[i]);
+                    let start: usize = freqs[..i].iter().map(|&f| f as usize).sum();
+                    c.positions(&mut p);
+                    prop_assert_eq!(&p[..], &positions[start..start + freqs[i] as usize]);
+                }
+                _ => { prop_assert!(got >= t); }
+            }
+            if got == TERMINATED { break; }
+        }
+    }
+}
+
+#[test]
+fn block_impacts_bound_every_doc() {
+    let gaps: Vec<u32> = (0..1000).map(|i| 1 + i % 3).collect();
+    let (docs, freqs, positions) = sample(&gaps);
+    let (post, pos, info) = build(&docs, &freqs, &positions);
+    let mut c = PostingsCursor::new(&info, &post, Some(&pos), 10_000);
+    while c.doc() != TERMINATED {
+        let d = c.doc();
+        let (last, imp) = c.shallow_block(d).unwrap();
+        assert!(last >= d);
+        assert!(imp.max_freq >= c.freq());
+        assert!(imp.min_norm <= (d % 200) as u8);
+        assert!(info.impact.max_freq >= imp.max_freq && info.impact.min_norm <= imp.min_norm);
+        c.next();
+    }
+    assert!(c.shallow_block(docs[docs.len() - 1] + 1).is_none());
+}
+
+#[test]
+fn corrupt_blocks_stop_without_panic() {
+    let gaps: Vec<u32> = (0..600).map(|i| 1 + i % 7).collect();
+    let (docs, freqs, positions) = sample(&gaps);
+    let (post, pos, info) = build(&docs, &freqs, &positions);
+    let raw = post.to_vec();
+    for i in (0..raw.len()).step_by(3) {
+        let mut bad = raw.clone();
+        bad[i] ^= 0x5a;
+        let bad = Bytes::from_vec(bad);
+        if let Ok(info2) = TermInfo::parse(&bad, 16 + 5, true).or_else(|_| TermInfo::parse(&bad, info_offset(&info), true)) {
+            let mut c = PostingsCursor::new(&info2, &bad, Some(&pos), 5_000);
+            let mut p = Vec::new();
+            let mut n = 0;
+            while c.doc() != TERMINATED && n < 10_000 {
+                c.positions(&mut p);
+                c.next();
+                n += 1;
+            }
+        }
+    }
+}
+
+fn info_offset(_: &TermInfo) -> u64 {
+    16 + 6
+}

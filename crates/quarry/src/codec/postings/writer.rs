@@ -1,0 +1,116 @@
+//! Serializes one term's postings at a time into the `.post` and `.pos` buffers.
+use quarry_codecs::reader::PutLe;
+use quarry_codecs::{varint, BlockCodec};
+
+use super::{Impact, BLOCK, SKIP_ENTRY_LEN};
+
+/// Appends term entries to the postings and positions byte streams of one segment.
+pub struct PostingsWriter {
+    codec: BlockCodec,
+    pub post: Vec<u8>,
+    pub pos: Vec<u8>,
+    blocks: Vec<u8>,
+    skips: Vec<u8>,
+    doc_buf: [u32; BLOCK],
+    freq_buf: [u32; BLOCK],
+}
+
+impl PostingsWriter {
+    /// Writers start after the files' headers, so offsets are absolute file offsets.
+    pub fn new(post_header: Vec<u8>, pos_header: Vec<u8>) -> Self {
+        Self {
+            codec: BlockCodec::new(),
+            post: post_header,
+            pos: pos_header,
+            blocks: Vec::new(),
+            skips: Vec::new(),
+            doc_buf: [0; BLOCK],
+            freq_buf: [0; BLOCK],
+        }
+    }
+
+    /// Writes one term. `docs` strictly increasing; `freqs[i] >= 1`; `positions` holds, for each
+    /// document in order, its `freqs[i]` positions (increasing) — or is empty for fields without
+    /// positions. `norm(doc)` gives the document's norm byte (1 for fields without norms).
+    /// Returns the term entry's offset in the postings file.
+    pub fn write_term(&mut self, docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, norm: &dyn Fn(u32) -> u8) -> u64 {
+        debug_assert_eq!(docs.len(), freqs.len());
+        debug_assert!(!docs.is_empty());
+        let entry_offset = self.post.len() as u64;
+        let pos_start = self.pos.len() as u64;
+        let df = docs.len();
+        let n_blocks = df.div_ceil(BLOCK);
+        self.blocks.clear();
+        self.skips.clear();
+        let mut term_impact = Impact::default();
+        let mut prev_last = 0u32;
+        let mut pos_cursor = 0usize;
+        for b in 0..n_blocks {
+            let lo = b * BLOCK;
+            let hi = (lo + BLOCK).min(df);
+            let block_docs = &docs[lo..hi];
+            let block_freqs = &freqs[lo..hi];
+            let doc_off = self.blocks.len() as u32;
+            let pos_off = self.pos.len() as u64 - pos_start;
+            let mut impact = Impact::default();
+            for (&d, &f) in block_docs.iter().zip(block_freqs) {
+                impact.merge(f, norm(d));
+            }
+            term_impact.merge(impact.max_freq, impact.min_norm);
+            if block_docs.len() == BLOCK {
+                self.doc_buf.copy_from_slice(block_docs);
+                for (o, &f) in self.freq_buf.iter_mut().zip(block_freqs) {
+                    *o = f - 1;
+                }
+                let bits_at = self.blocks.len();
+                self.blocks.extend_from_slice(&[0, 0]);
+                let db = self.codec.pack_sorted(prev_last, &self.doc_buf, &mut self.blocks);
+                let fb = self.codec.pack(&self.freq_buf, &mut self.blocks);
+                self.blocks[bits_at] = db;
+                self.blocks[bits_at + 1] = fb;
+            } else {
+                let mut prev = prev_last;
+                for (&d, &f) in block_docs.iter().zip(block_freqs) {
+                    let delta = d - prev;
+                    prev = d;
+                    if f == 1 {
+                        varint::write_u32(&mut self.blocks, delta << 1 | 1);
+                    } else {
+                        varint::write_u32(&mut self.blocks, delta << 1);
+                        varint::write_u32(&mut self.blocks, f);
+                    }
+                }
+            }
+            if let Some(positions) = positions {
+                for &f in block_freqs {
+                    let mut prev = 0u32;
+                    for &p in &positions[pos_cursor..pos_cursor + f as usize] {
+                        varint::write_u32(&mut self.pos, p - prev);
+                        prev = p;
+                    }
+                    pos_cursor += f as usize;
+                }
+            }
+            prev_last = *block_docs.last().expect("non-empty block");
+            if n_blocks > 1 {
+                self.skips.put_u32(prev_last);
+                self.skips.put_u32(doc_off);
+                self.skips.put_u64(pos_off);
+                self.skips.put_u32(impact.max_freq);
+                self.skips.extend_from_slice(&[impact.min_norm, 0, 0, 0]);
+            }
+        }
+        debug_assert_eq!(self.skips.len(), if n_blocks > 1 { n_blocks * SKIP_ENTRY_LEN } else { 0 });
+        varint::write_u32(&mut self.post, df as u32);
+        varint::write_u32(&mut self.post, term_impact.max_freq);
+        self.post.push(term_impact.min_norm);
+        if positions.is_some() {
+            varint::write_u64(&mut self.post, pos_start);
+            varint::write_u64(&mut self.post, self.pos.len() as u64 - pos_start);
+        }
+        varint::write_u64(&mut self.post, self.blocks.len() as u64);
+        self.post.extend_from_slice(&self.skips);
+        self.post.extend_from_slice(&self.blocks);
+        entry_offset
+    }
+}

@@ -1,0 +1,196 @@
+//! Verifying an index: every checksum and every structural invariant (`quarry check`), and the
+//! cheap summary `quarry inspect` prints.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use fst::Streamer;
+use quarry_store::DirectoryKind;
+use serde::Serialize;
+
+use super::{latest_commit, Index, SegmentReader};
+use crate::codec::format;
+use crate::codec::meta::{CommitPoint, SegmentMeta};
+use crate::codec::postings::TERMINATED;
+use crate::codec::stored::{decode_block, decode_doc, StoredIndex};
+use crate::error::InFile;
+use crate::{Error, Result};
+
+/// Per-segment summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct SegmentSummary {
+    pub name: String,
+    pub docs: u32,
+    /// Unique terms per indexed field.
+    pub terms: BTreeMap<String, u64>,
+    /// Bytes per file kind (extension).
+    pub bytes: BTreeMap<String, u64>,
+}
+
+/// What `inspect` and `check` report.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub generation: u64,
+    pub docs: u64,
+    pub segments: Vec<SegmentSummary>,
+    /// Bytes per file kind over all segments, plus the commit point.
+    pub bytes: BTreeMap<String, u64>,
+    /// Files whose checksums were verified (check only).
+    pub files_verified: usize,
+}
+
+/// Summarizes an open index from its metadata (reads nothing else).
+pub fn inspect(index: &Index) -> CheckReport {
+    let mut bytes = BTreeMap::new();
+    let mut segments = Vec::new();
+    for seg in index.segments() {
+        segments.push(summary(seg, &mut bytes));
+    }
+    let commit_len = index
+        .directory()
+        .open(&CommitPoint::file_name(index.commit().generation))
+        .map(|h| h.len())
+        .unwrap_or(0);
+    *bytes.entry("commit".to_string()).or_insert(0) += commit_len;
+    CheckReport { generation: index.commit().generation, docs: index.doc_count(), segments, bytes, files_verified: 0 }
+}
+
+fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSummary {
+    let meta = seg.meta();
+    let mut terms = BTreeMap::new();
+    for (f, fm) in meta.fields.iter().enumerate() {
+        terms.insert(seg.schema().field(f as u32).name.clone(), fm.unique_terms);
+    }
+    let mut bytes = BTreeMap::new();
+    for (ext, fm) in &meta.files {
+        bytes.insert(ext.clone(), fm.len);
+    }
+    let meta_len = meta.encode().len() as u64;
+    bytes.insert("meta".to_string(), meta_len);
+    for (k, v) in &bytes {
+        *total.entry(k.clone()).or_insert(0) += v;
+    }
+    SegmentSummary { name: meta.name.clone(), docs: meta.doc_count, terms, bytes }
+}
+
+/// Verifies the latest commit of the index at `path`: the commit point, every file's checksum,
+/// and the structure of every term's postings and positions, the norms and stored fields. The
+/// first problem found is returned as an error that names the file.
+pub fn check_index(path: &Path, kind: DirectoryKind) -> Result<CheckReport> {
+    let dir = quarry_store::open_directory(path, kind)?;
+    let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex { path: path.display().to_string() })?;
+    let mut verified = 1usize;
+    // Whole-file checksums first, so a flipped byte is reported as such.
+    for s in &commit.segments {
+        for (ext, _) in format::SEGMENT_FILES {
+            let name = SegmentMeta::file_name(&s.name, ext);
+            let bytes = dir.open(&name)?.read_all()?;
+            format::check_crc(&name, &bytes)?;
+            verified += 1;
+        }
+    }
+    let index = Index::open_dir(dir)?;
+    for seg in index.segments() {
+        check_segment(seg)?;
+    }
+    let mut report = inspect(&index);
+    report.files_verified = verified;
+    Ok(report)
+}
+
+fn check_segment(seg: &SegmentReader) -> Result<()> {
+    let meta = seg.meta();
+    let post_name = SegmentMeta::file_name(&meta.name, "post");
+    let meta_name = SegmentMeta::file_name(&meta.name, "meta");
+    let n = meta.doc_count;
+    let mut positions = Vec::new();
+    for (f, fm) in meta.fields.iter().enumerate() {
+        let f = f as u32;
+        let entry = seg.schema().field(f);
+        let norms = seg.norms(f)?;
+        if entry.has_norms() != norms.is_some() {
+            return Err(Error::corrupt(&meta_name, format!("field {:?}: norms presence does not match its type", entry.name)));
+        }
+        let (mut unique, mut sum_df, mut sum_ttf) = (0u64, 0u64, 0u64);
+        let mut docs_with_field = vec![false; n as usize];
+        if let Some(dict) = seg.terms(f)? {
+            let mut stream = dict.map().stream();
+            while let Some((term, offset)) = stream.next() {
+                let term_s = String::from_utf8_lossy(term).into_owned();
+                let (info, bytes) = seg.term_info_at(f, offset)?;
+                let mut c = seg.postings(f, &info, &bytes, entry.has_positions())?;
+                let mut df = 0u32;
+                let mut prev: Option<u32> = None;
+                while c.doc() != TERMINATED {
+                    let d = c.doc();
+                    if prev.is_some_and(|p| p >= d) || d >= n {
+                        return Err(Error::corrupt(&post_name, format!("term {term_s:?}: doc {d} out of order or range")));
+                    }
+                    prev = Some(d);
+                    let freq = c.freq();
+                    if freq == 0 {
+                        return Err(Error::corrupt(&post_name, format!("term {term_s:?}: doc {d} has freq 0")));
+                    }
+                    if entry.has_positions() {
+                        c.positions(&mut positions);
+                        if positions.len() != freq as usize || positions.windows(2).any(|w| w[0] >= w[1]) {
+                            return Err(Error::corrupt(
+                                SegmentMeta::file_name(&meta.name, "pos"),
+                                format!("term {term_s:?}: doc {d} positions inconsistent with its freq {freq}"),
+                            ));
+                        }
+                        let len = norms.and_then(|nm| nm.get(d as usize)).map(|&b| crate::codec::norms::norm_to_length(b)).unwrap_or(0);
+                        if len == 0 {
+                            return Err(Error::corrupt(SegmentMeta::file_name(&meta.name, "norms"), format!("doc {d} has terms but norm 0")));
+                        }
+                    }
+                    docs_with_field[d as usize] = true;
+                    df += 1;
+                    sum_ttf += u64::from(freq);
+                    c.next();
+                }
+                if let Some(why) = c.is_corrupt() {
+                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {why}")));
+                }
+                if df != info.doc_freq {
+                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq)));
+                }
+                unique += 1;
+                sum_df += u64::from(df);
+            }
+        }
+        let with_field = docs_with_field.iter().filter(|&&b| b).count() as u32;
+        if (unique, sum_df, sum_ttf, with_field) != (fm.unique_terms, fm.sum_doc_freq, fm.sum_total_term_freq, fm.doc_count) {
+            return Err(Error::corrupt(
+                &meta_name,
+                format!(
+                    "field {:?}: statistics (terms {unique}, sumDocFreq {sum_df}, sumTotalTermFreq {sum_ttf}, docCount {with_field}) differ from the postings",
+                    entry.name
+                ),
+            ));
+        }
+    }
+    let store_name = SegmentMeta::file_name(&meta.name, "store");
+    let handle = seg.file_handles().into_iter().find(|(e, _)| *e == "store").map(|(_, h)| h.clone()).expect("store");
+    let index_bytes = handle
+        .read_bytes(meta.stored_index_offset, meta.stored_index_offset + u64::from(meta.stored_blocks) * 12)
+        .map_err(|_| Error::corrupt(&store_name, "block index out of bounds"))?;
+    let index = StoredIndex::new(&store_name, &index_bytes, meta.stored_blocks, meta.stored_index_offset, n)?;
+    let mut count = 0u32;
+    for b in 0..index.blocks() {
+        let (first, start, end) = index.block_range(b)?;
+        if first != count {
+            return Err(Error::corrupt(&store_name, format!("block {b} starts at doc {first}, expected {count}")));
+        }
+        let (lens, data) = decode_block(&store_name, &handle.read_bytes(start, end)?)?;
+        let mut off = 0usize;
+        for l in lens {
+            decode_doc(seg.schema(), &data[off..off + l as usize]).in_file(&store_name)?;
+            off += l as usize;
+            count += 1;
+        }
+    }
+    if count != n {
+        return Err(Error::corrupt(&store_name, format!("{count} stored documents, the segment has {n}")));
+    }
+    Ok(())
+}

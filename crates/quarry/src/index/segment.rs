@@ -1,0 +1,243 @@
+//! One segment opened for reading: its meta and file handles; structures are looked up in place.
+use std::sync::{Arc, OnceLock};
+
+use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
+use quarry_store::{Bytes, Directory, FileHandle};
+use serde_json::{Map, Value};
+
+use crate::codec::format::{self, SEGMENT_FILES};
+use crate::codec::meta::SegmentMeta;
+use crate::codec::postings::{PostingsCursor, TermInfo, MAX_HEADER_LEN};
+use crate::codec::stored::{decode_block, decode_doc, doc_in_block, StoredIndex};
+use crate::codec::terms::TermsReader;
+use crate::error::InFile;
+use crate::schema::Schema;
+use crate::{Error, Result};
+
+/// The handles of a segment's files, by position in [`SEGMENT_FILES`] (minus meta).
+struct Files {
+    terms: Arc<dyn FileHandle>,
+    post: Arc<dyn FileHandle>,
+    pos: Arc<dyn FileHandle>,
+    norms: Arc<dyn FileHandle>,
+    store: Arc<dyn FileHandle>,
+}
+
+/// A segment opened for reading.
+pub struct SegmentReader {
+    meta: SegmentMeta,
+    schema: Schema,
+    files: Files,
+    /// Whole postings file when it is free to view (mmap): term lookups then cost no syscall.
+    post_view: Option<Bytes>,
+    terms: Vec<OnceLock<Option<TermsReader>>>,
+    norms: Vec<OnceLock<Option<Bytes>>>,
+    stored_index: OnceLock<Bytes>,
+}
+
+impl std::fmt::Debug for SegmentReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SegmentReader({}, {} docs)", self.meta.name, self.meta.doc_count)
+    }
+}
+
+/// Checks a file's header and footer against the meta's recorded length and CRC, reading only
+/// the first 16 and last 8 bytes.
+fn check_frame(handle: &dyn FileHandle, kind: quarry_codecs::FileKind, expect: Option<&crate::codec::meta::FileMeta>) -> Result<()> {
+    let name = handle.name();
+    let len = handle.len();
+    if let Some(m) = expect {
+        if m.len != len {
+            return Err(Error::corrupt(name, format!("length is {len} bytes, the segment meta says {}", m.len)));
+        }
+    }
+    if len < (HEADER_LEN + FOOTER_LEN) as u64 {
+        return Err(Error::corrupt(name, format!("{len} bytes is too short for a header and footer")));
+    }
+    let head = handle.read_bytes(0, HEADER_LEN as u64)?;
+    let foot = handle.read_bytes(len - FOOTER_LEN as u64, len)?;
+    let mut frame = head.to_vec();
+    frame.extend_from_slice(&foot);
+    format::check(name, &frame, kind)?;
+    if let Some(m) = expect {
+        let crc = u32::from_le_bytes(foot[4..8].try_into().expect("4 bytes"));
+        if crc != m.crc {
+            return Err(Error::corrupt(name, format!("footer checksum {crc:#010x} differs from the segment meta's {:#010x}", m.crc)));
+        }
+    }
+    Ok(())
+}
+
+impl SegmentReader {
+    /// Opens segment `name`: verifies its meta fully and the other files' frames.
+    pub fn open(dir: Arc<dyn Directory>, name: &str, schema: &Schema) -> Result<Self> {
+        let meta_name = SegmentMeta::file_name(name, "meta");
+        let meta_bytes = dir.open(&meta_name)?.read_all()?;
+        let meta = SegmentMeta::decode(&meta_name, &meta_bytes)?;
+        if meta.name != name {
+            return Err(Error::corrupt(meta_name, format!("describes segment {:?}", meta.name)));
+        }
+        if meta.fields.len() != schema.fields().len() {
+            return Err(Error::corrupt(meta_name, "field count differs from the schema"));
+        }
+        let mut handles = Vec::new();
+        for (ext, kind) in SEGMENT_FILES.iter().skip(1) {
+            let h = dir.open(&SegmentMeta::file_name(name, ext))?;
+            let fm = meta.files.get(*ext).ok_or_else(|| Error::corrupt(&meta_name, format!("no entry for the .{ext} file")))?;
+            check_frame(&*h, *kind, Some(fm))?;
+            handles.push(h);
+        }
+        let mut it = handles.into_iter();
+        let mut next = || it.next().expect("five files");
+        let files = Files { terms: next(), post: next(), pos: next(), norms: next(), store: next() };
+        let n = schema.fields().len();
+        let post_view = files.post.mapped_view();
+        Ok(Self {
+            meta,
+            schema: schema.clone(),
+            files,
+            post_view,
+            terms: (0..n).map(|_| OnceLock::new()).collect(),
+            norms: (0..n).map(|_| OnceLock::new()).collect(),
+            stored_index: OnceLock::new(),
+        })
+    }
+
+    pub fn meta(&self) -> &SegmentMeta {
+        &self.meta
+    }
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+    pub fn doc_count(&self) -> u32 {
+        self.meta.doc_count
+    }
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The term dictionary of `field` (None if the field has no terms here).
+    pub fn terms(&self, field: u32) -> Result<Option<&TermsReader>> {
+        let slot = self.terms.get(field as usize).ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        if let Some(t) = slot.get() {
+            return Ok(t.as_ref());
+        }
+        let fm = &self.meta.fields[field as usize];
+        let reader = if fm.unique_terms == 0 {
+            None
+        } else {
+            let name = self.files.terms.name();
+            let end = fm.fst_offset.checked_add(fm.fst_len).filter(|&e| e <= self.files.terms.len() - FOOTER_LEN as u64);
+            let end = end.ok_or_else(|| Error::corrupt(name, "term dictionary range is out of bounds"))?;
+            let bytes = self.files.terms.read_bytes(fm.fst_offset, end)?;
+            Some(TermsReader::open(name, bytes)?)
+        };
+        Ok(slot.get_or_init(|| reader).as_ref())
+    }
+
+    /// The postings entry of `field:term`, if the term occurs in this segment.
+    pub fn term_info(&self, field: u32, term: &[u8]) -> Result<Option<(TermInfo, Bytes)>> {
+        let Some(dict) = self.terms(field)? else { return Ok(None) };
+        let Some(offset) = dict.get(term) else { return Ok(None) };
+        self.term_info_at(field, offset).map(Some)
+    }
+
+    /// Parses the postings entry at `offset`; returns it with the bytes its offsets refer to
+    /// (the whole mapped file, or exactly the entry when read with `pread`).
+    pub fn term_info_at(&self, field: u32, offset: u64) -> Result<(TermInfo, Bytes)> {
+        let post = &self.files.post;
+        let name = post.name();
+        let has_pos = self.schema.field(field).has_positions();
+        let body_end = post.len() - FOOTER_LEN as u64;
+        if offset < HEADER_LEN as u64 || offset >= body_end {
+            return Err(Error::corrupt(name, format!("term entry offset {offset} is outside the file body")));
+        }
+        let (bytes, at) = match &self.post_view {
+            Some(view) => (view.clone(), offset),
+            None => {
+                let head = post.read_bytes(offset, (offset + MAX_HEADER_LEN as u64).min(body_end))?;
+                let len = TermInfo::entry_len(&head, has_pos).in_file(name)?;
+                let end = offset.checked_add(len).filter(|&e| e <= body_end);
+                let end = end.ok_or_else(|| Error::corrupt(name, "term entry runs past the end of the file"))?;
+                (post.read_bytes(offset, end)?, 0)
+            }
+        };
+        let info = TermInfo::parse(&bytes, at, has_pos).in_file(name)?;
+        if info.end() as u64 > body_end {
+            return Err(Error::corrupt(name, "term entry runs into the footer"));
+        }
+        Ok((info, bytes))
+    }
+
+    /// A cursor over `field:term`'s documents; with positions if `with_positions`.
+    pub fn postings(&self, field: u32, info: &TermInfo, bytes: &Bytes, with_positions: bool) -> Result<PostingsCursor> {
+        let positions = if with_positions && self.schema.field(field).has_positions() {
+            let end = info.pos_start.checked_add(info.pos_len).filter(|&e| e <= self.files.pos.len() - FOOTER_LEN as u64);
+            let end = end.ok_or_else(|| Error::corrupt(self.files.pos.name(), "positions range out of bounds"))?;
+            Some(self.files.pos.read_bytes(info.pos_start, end)?)
+        } else {
+            None
+        };
+        Ok(PostingsCursor::new(info, bytes, positions.as_ref(), self.meta.doc_count))
+    }
+
+    /// The norms of a text field (one byte per document).
+    pub fn norms(&self, field: u32) -> Result<Option<&Bytes>> {
+        let slot = self.norms.get(field as usize).ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        if let Some(n) = slot.get() {
+            return Ok(n.as_ref());
+        }
+        let fm = &self.meta.fields[field as usize];
+        let bytes = match fm.norms_offset {
+            None => None,
+            Some(off) => {
+                let end = off.checked_add(u64::from(self.meta.doc_count)).filter(|&e| e <= self.files.norms.len() - FOOTER_LEN as u64);
+                let end = end.ok_or_else(|| Error::corrupt(self.files.norms.name(), "norms range out of bounds"))?;
+                Some(self.files.norms.read_bytes(off, end)?)
+            }
+        };
+        Ok(slot.get_or_init(|| bytes).as_ref())
+    }
+
+    fn stored_index(&self) -> Result<&Bytes> {
+        if let Some(b) = self.stored_index.get() {
+            return Ok(b);
+        }
+        let start = self.meta.stored_index_offset;
+        let end = start
+            .checked_add(u64::from(self.meta.stored_blocks) * 12)
+            .filter(|&e| e <= self.files.store.len() - FOOTER_LEN as u64)
+            .ok_or_else(|| Error::corrupt(self.files.store.name(), "stored block index out of bounds"))?;
+        let b = self.files.store.read_bytes(start, end)?;
+        Ok(self.stored_index.get_or_init(|| b))
+    }
+
+    /// The stored fields of `doc` as a JSON object.
+    pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
+        let name = self.files.store.name();
+        let index_bytes = self.stored_index()?;
+        let index = StoredIndex::new(name, index_bytes, self.meta.stored_blocks, self.meta.stored_index_offset, self.meta.doc_count)?;
+        let b = index.block_of(doc)?;
+        let (first, start, end) = index.block_range(b)?;
+        let block = self.files.store.read_bytes(start, end)?;
+        let (lens, data) = decode_block(name, &block)?;
+        let bytes = doc_in_block(name, &lens, &data, doc.checked_sub(first).ok_or_else(|| Error::corrupt(name, "stored block index out of order"))? as usize)?;
+        decode_doc(&self.schema, bytes).in_file(name)
+    }
+
+    /// The sequence number (index order) of `doc`.
+    pub fn seq(&self, doc: u32) -> u64 {
+        self.meta.seq(doc)
+    }
+
+    /// Handles of all files (for check and inspect), with their kinds.
+    pub fn file_handles(&self) -> Vec<(&'static str, &Arc<dyn FileHandle>)> {
+        vec![
+            ("terms", &self.files.terms),
+            ("post", &self.files.post),
+            ("pos", &self.files.pos),
+            ("norms", &self.files.norms),
+            ("store", &self.files.store),
+        ]
+    }
+}

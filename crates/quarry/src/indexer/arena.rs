@@ -1,0 +1,115 @@
+//! Append-only integer streams packed into one growing `Vec<u32>`, so that the postings of all
+//! terms of an in-memory segment live in a single allocation instead of one vector per term.
+//!
+//! A stream is a chain of slabs of growing size (2, 4, 8 … 1024 values); the slot after a slab's
+//! last value holds the index of the next slab.
+
+const SLAB_SIZES: [u32; 10] = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// One stream's write position.
+#[derive(Clone, Copy, Debug)]
+pub struct Stream {
+    head: u32,
+    /// Next free slot.
+    tail: u32,
+    /// The link slot of the current slab.
+    end: u32,
+    level: u8,
+    len: u32,
+}
+
+impl Stream {
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The shared storage of many streams.
+#[derive(Default, Debug)]
+pub struct IntArena {
+    data: Vec<u32>,
+}
+
+impl IntArena {
+    pub fn new() -> Self {
+        Self { data: Vec::with_capacity(1 << 16) }
+    }
+
+    /// Bytes held.
+    pub fn mem_bytes(&self) -> usize {
+        self.data.capacity() * 4
+    }
+
+    /// A new empty stream.
+    pub fn stream(&mut self) -> Stream {
+        let head = self.alloc(SLAB_SIZES[0]);
+        Stream { head, tail: head, end: head + SLAB_SIZES[0], level: 0, len: 0 }
+    }
+
+    fn alloc(&mut self, size: u32) -> u32 {
+        let start = self.data.len() as u32;
+        self.data.resize(self.data.len() + size as usize + 1, 0);
+        start
+    }
+
+    #[inline]
+    pub fn push(&mut self, s: &mut Stream, v: u32) {
+        if s.tail == s.end {
+            let level = (s.level as usize + 1).min(SLAB_SIZES.len() - 1);
+            let next = self.alloc(SLAB_SIZES[level]);
+            self.data[s.end as usize] = next;
+            s.level = level as u8;
+            s.tail = next;
+            s.end = next + SLAB_SIZES[level];
+        }
+        self.data[s.tail as usize] = v;
+        s.tail += 1;
+        s.len += 1;
+    }
+
+    /// Appends the stream's values to `out`.
+    pub fn read(&self, s: &Stream, out: &mut Vec<u32>) {
+        let mut pos = s.head;
+        let mut level = 0usize;
+        let mut end = s.head + SLAB_SIZES[0];
+        let mut left = s.len;
+        while left > 0 {
+            if pos == end {
+                pos = self.data[end as usize];
+                level = (level + 1).min(SLAB_SIZES.len() - 1);
+                end = pos + SLAB_SIZES[level];
+            }
+            let take = (end - pos).min(left);
+            out.extend_from_slice(&self.data[pos as usize..(pos + take) as usize]);
+            pos += take;
+            left -= take;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn interleaved_streams_read_back(ops in proptest::collection::vec((0usize..5, any::<u32>()), 0..5000)) {
+            let mut a = IntArena::new();
+            let mut streams: Vec<Stream> = (0..5).map(|_| a.stream()).collect();
+            let mut model: Vec<Vec<u32>> = vec![Vec::new(); 5];
+            for (i, v) in ops {
+                a.push(&mut streams[i], v);
+                model[i].push(v);
+            }
+            for i in 0..5 {
+                let mut out = Vec::new();
+                a.read(&streams[i], &mut out);
+                prop_assert_eq!(&out, &model[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Writes the files of one segment from sorted terms and their postings; shared by flushing an
+//! in-memory segment and by merging segments.
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use quarry_store::Directory;
+
+use crate::codec::format::{self, SEGMENT_FILES};
+use crate::codec::meta::{FieldMeta, FileMeta, SegmentMeta};
+use crate::codec::postings::PostingsWriter;
+use crate::codec::stored::StoredWriter;
+use crate::codec::terms::TermsWriter;
+use crate::schema::Schema;
+use crate::{Error, Result};
+
+/// Collects a segment's structures in memory, then writes and fsyncs its files.
+pub struct SegmentFileWriter {
+    schema: Schema,
+    postings: PostingsWriter,
+    terms_file: Vec<u8>,
+    norms_file: Vec<u8>,
+    fields: Vec<FieldMeta>,
+    current: Option<(u32, TermsWriter)>,
+}
+
+impl SegmentFileWriter {
+    pub fn new(schema: &Schema) -> Self {
+        Self {
+            schema: schema.clone(),
+            postings: PostingsWriter::new(format::begin(format::KIND_POSTINGS), format::begin(format::KIND_POSITIONS)),
+            terms_file: format::begin(format::KIND_TERMS),
+            norms_file: format::begin(format::KIND_NORMS),
+            fields: vec![FieldMeta::default(); schema.fields().len()],
+            current: None,
+        }
+    }
+
+    /// Starts the terms of `field` (fields in increasing id order).
+    pub fn begin_field(&mut self, field: u32) {
+        debug_assert!(self.current.is_none());
+        self.current = Some((field, TermsWriter::new()));
+    }
+
+    /// Adds one term of the current field; terms in increasing byte order.
+    pub fn add_term(&mut self, term: &[u8], docs: &[u32], freqs: &[u32], positions: &[u32], norms: Option<&[u8]>) -> Result<()> {
+        let (field, terms) = self.current.as_mut().expect("begin_field first");
+        let entry = self.schema.field(*field);
+        let positions = entry.has_positions().then_some(positions);
+        let norm_of = |d: u32| norms.and_then(|n| n.get(d as usize).copied()).unwrap_or(1);
+        let offset = self.postings.write_term(docs, freqs, positions, &norm_of);
+        terms.insert(term, offset)?;
+        let fm = &mut self.fields[*field as usize];
+        fm.unique_terms += 1;
+        fm.sum_doc_freq += docs.len() as u64;
+        fm.sum_total_term_freq += freqs.iter().map(|&f| u64::from(f)).sum::<u64>();
+        Ok(())
+    }
+
+    /// Ends the current field; `doc_count` is the number of documents with the field.
+    pub fn end_field(&mut self, doc_count: u32) -> Result<()> {
+        let (field, terms) = self.current.take().expect("begin_field first");
+        let fst = terms.finish()?;
+        let fm = &mut self.fields[field as usize];
+        fm.doc_count = doc_count;
+        fm.fst_offset = self.terms_file.len() as u64;
+        fm.fst_len = fst.len() as u64;
+        self.terms_file.extend_from_slice(&fst);
+        Ok(())
+    }
+
+    /// Sets the norms (one byte per document) of a text field.
+    pub fn set_norms(&mut self, field: u32, norms: &[u8]) {
+        self.fields[field as usize].norms_offset = Some(self.norms_file.len() as u64);
+        self.norms_file.extend_from_slice(norms);
+    }
+
+    /// Writes every file of segment `name`, fsyncs them, and writes the meta file last.
+    pub fn finish(
+        self,
+        dir: &dyn Directory,
+        name: &str,
+        doc_count: u32,
+        seq_runs: Vec<(u32, u64)>,
+        stored: StoredWriter,
+    ) -> Result<SegmentMeta> {
+        let (stored_bytes, stored_index_offset, stored_blocks) = stored.finish();
+        let contents: [(&str, Vec<u8>); 5] = [
+            ("terms", self.terms_file),
+            ("post", self.postings.post),
+            ("pos", self.postings.pos),
+            ("norms", self.norms_file),
+            ("store", stored_bytes),
+        ];
+        let mut files = BTreeMap::new();
+        for (ext, bytes) in contents {
+            let bytes = format::finish(bytes);
+            let crc = u32::from_le_bytes(bytes[bytes.len() - 4..].try_into().expect("4 bytes"));
+            let file = SegmentMeta::file_name(name, ext);
+            write_file(dir, &file, &bytes)?;
+            files.insert(ext.to_string(), FileMeta { len: bytes.len() as u64, crc });
+        }
+        debug_assert_eq!(files.len() + 1, SEGMENT_FILES.len());
+        let meta = SegmentMeta {
+            name: name.to_string(),
+            doc_count,
+            seq_runs,
+            fields: self.fields,
+            stored_index_offset,
+            stored_blocks,
+            files,
+        };
+        write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
+        Ok(meta)
+    }
+}
+
+/// Creates `name`, writes `bytes` and fsyncs.
+pub(crate) fn write_file(dir: &dyn Directory, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut w = dir.create(name)?;
+    w.write_all(bytes).map_err(|e| Error::Store(quarry_store::StoreError::Io { op: "write", path: dir.path().join(name), source: e }))?;
+    w.finish()?;
+    Ok(())
+}

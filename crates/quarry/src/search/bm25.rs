@@ -1,0 +1,81 @@
+//! Lucene's BM25, with its exact float arithmetic so that scores (and therefore ties and
+//! rankings) match Lucene's: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) in f64 then f32, the
+//! document length decoded from the one-byte norm, avgdl = sumTotalTermFreq / docCount, and
+//! score = w - w / (1 + freq * normInverse) with w = boost * idf (no (k1 + 1) factor).
+use crate::codec::norms::length_table;
+
+/// BM25 parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bm25 {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for Bm25 {
+    fn default() -> Self {
+        Self { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// Collection statistics of a field, summed over segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FieldStats {
+    pub doc_count: u64,
+    pub sum_total_term_freq: u64,
+}
+
+impl Bm25 {
+    /// Lucene's `idf(docFreq, docCount)`.
+    pub fn idf(doc_freq: u64, doc_count: u64) -> f32 {
+        (1.0f64 + (doc_count as f64 - doc_freq as f64 + 0.5) / (doc_freq as f64 + 0.5)).ln() as f32
+    }
+
+    /// Lucene's `avgFieldLength`.
+    pub fn avgdl(stats: &FieldStats) -> f32 {
+        if stats.doc_count == 0 {
+            return 1.0;
+        }
+        (stats.sum_total_term_freq as f64 / stats.doc_count as f64) as f32
+    }
+
+    /// A scorer for one term (or phrase: `idf` is then the sum of its terms' idfs).
+    pub fn scorer(&self, boost: f32, idf: f32, stats: &FieldStats) -> SimScorer {
+        let avgdl = Self::avgdl(stats);
+        let lengths = length_table();
+        let mut cache = [0f32; 256];
+        for (c, &len) in cache.iter_mut().zip(lengths.iter()) {
+            *c = 1.0 / (self.k1 * ((1.0 - self.b) + self.b * len / avgdl));
+        }
+        SimScorer { weight: boost * idf, cache }
+    }
+}
+
+/// Scores (freq, norm) pairs for one term or phrase.
+#[derive(Clone, Debug)]
+pub struct SimScorer {
+    pub weight: f32,
+    cache: [f32; 256],
+}
+
+impl SimScorer {
+    #[inline]
+    pub fn score(&self, freq: f32, norm: u8) -> f32 {
+        let norm_inverse = self.cache[norm as usize];
+        self.weight - self.weight / (1.0 + freq * norm_inverse)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_in_freq_and_norm() {
+        let s = Bm25::default().scorer(1.0, Bm25::idf(10, 1000), &FieldStats { doc_count: 1000, sum_total_term_freq: 100_000 });
+        for n in 1..255u8 {
+            assert!(s.score(1.0, n) >= s.score(1.0, n + 1));
+            assert!(s.score(2.0, n) >= s.score(1.0, n));
+        }
+        assert!(s.score(1000.0, 1) < s.weight);
+    }
+}

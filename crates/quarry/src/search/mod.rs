@@ -1,0 +1,238 @@
+//! Searching a committed index: parse, build weights with whole-index statistics, score every
+//! segment, collect the top k by BM25 with ties in index order.
+pub mod bm25;
+pub mod collector;
+mod phrase;
+pub mod scorer;
+pub mod weight;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+pub use bm25::{Bm25, FieldStats};
+pub use collector::{DocAddress, Hit, TopK};
+use scorer::{Scorer, TERMINATED};
+use weight::{Context, Weight};
+
+use crate::index::SegmentReader;
+use crate::query::{FieldAnalysis, Operator, Query, QueryParser};
+use crate::schema::{FieldType, Schema};
+use crate::{Error, Result};
+
+/// What a search computes (the search-benchmark-game's three modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    /// Top k; the hit count may be a lower bound (pruned documents are not counted).
+    #[default]
+    Top,
+    /// Top k and the exact hit count.
+    TopCount,
+    /// Only the exact hit count; nothing is scored.
+    Count,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "top" => Ok(Self::Top),
+            "top_count" => Ok(Self::TopCount),
+            "count" => Ok(Self::Count),
+            o => Err(format!("unknown search mode {o:?} (expected top, top_count or count)")),
+        }
+    }
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchResult {
+    pub total_hits: u64,
+    /// False when `total_hits` is a lower bound (mode `Top` skipped documents).
+    pub hits_exact: bool,
+    /// Best first.
+    pub top: Vec<Hit>,
+}
+
+/// Searches a fixed set of segments (one commit).
+#[derive(Clone)]
+pub struct Searcher {
+    schema: Schema,
+    segments: Arc<Vec<Arc<SegmentReader>>>,
+    stats: Arc<Vec<FieldStats>>,
+    bm25: Bm25,
+}
+
+/// Analysis for the query parser, from the schema: text fields through their analyzer, keyword
+/// and integer fields as one exact term.
+struct SchemaAnalysis(Schema);
+
+impl FieldAnalysis for SchemaAnalysis {
+    fn tokens(&self, field: &str, text: &str) -> Vec<String> {
+        match self.0.field_id(field) {
+            Some(id) if self.0.field(id).field_type == FieldType::Text => {
+                let mut out = Vec::new();
+                self.0.analyzer(id).expect("text field").for_each_token(text, &mut |t| out.push(t.to_string()));
+                out
+            }
+            Some(_) => vec![text.to_string()],
+            None => vec![text.to_lowercase()],
+        }
+    }
+    fn normalize(&self, field: &str, text: &str) -> String {
+        match self.0.field_id(field) {
+            Some(id) if self.0.field(id).field_type == FieldType::Text => self.0.analyzer(id).expect("text field").normalize(text),
+            Some(_) => text.to_string(),
+            None => text.to_lowercase(),
+        }
+    }
+    fn has_field(&self, field: &str) -> bool {
+        self.0.field_id(field).is_some()
+    }
+}
+
+impl Searcher {
+    pub fn new(schema: Schema, segments: Arc<Vec<Arc<SegmentReader>>>) -> Self {
+        let mut stats = vec![FieldStats::default(); schema.fields().len()];
+        for seg in segments.iter() {
+            for (s, fm) in stats.iter_mut().zip(&seg.meta().fields) {
+                s.doc_count += u64::from(fm.doc_count);
+                s.sum_total_term_freq += fm.sum_total_term_freq;
+            }
+        }
+        Self { schema, segments, stats: Arc::new(stats), bm25: Bm25::default() }
+    }
+
+    /// Uses other BM25 parameters.
+    pub fn with_bm25(mut self, bm25: Bm25) -> Self {
+        self.bm25 = bm25;
+        self
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+    pub fn segments(&self) -> &[Arc<SegmentReader>] {
+        &self.segments
+    }
+    pub fn field_stats(&self, field: &str) -> Option<FieldStats> {
+        self.schema.field_id(field).map(|f| self.stats[f as usize])
+    }
+
+    /// A query parser for this index's schema (default operator OR).
+    pub fn query_parser(&self, default_fields: &[&str]) -> Result<QueryParser> {
+        let fields: Vec<String> = if default_fields.is_empty() {
+            self.schema.text_fields().iter().map(|s| s.to_string()).collect()
+        } else {
+            default_fields.iter().map(|s| s.to_string()).collect()
+        };
+        for f in &fields {
+            if self.schema.field_id(f).is_none() {
+                return Err(Error::Query(format!("unknown default field {f:?}")));
+            }
+        }
+        if fields.is_empty() {
+            return Err(Error::Query("no default field: the schema has no text field; name one".into()));
+        }
+        Ok(QueryParser::with_default_fields(fields, Arc::new(SchemaAnalysis(self.schema.clone())))
+            .with_default_operator(Operator::Or))
+    }
+
+    /// Parses `query` in Lucene's classic syntax against `default_fields` (all text fields when
+    /// empty), default operator OR.
+    pub fn parse_query(&self, query: &str, default_fields: &[&str]) -> Result<Query> {
+        self.query_parser(default_fields)?.parse(query).map_err(|e| Error::Query(e.to_string()))
+    }
+
+    /// Runs `query`: the best `k` hits and the hit count, as `mode` asks.
+    pub fn search(&self, query: &Query, k: usize, mode: SearchMode) -> Result<SearchResult> {
+        let ctx = Context { schema: &self.schema, segments: &self.segments, stats: &self.stats, bm25: self.bm25 };
+        let weight = Weight::build(query, &ctx, 1.0)?;
+        let mut top = TopK::new(if mode == SearchMode::Count { 0 } else { k });
+        let mut total = 0u64;
+        let mut exact = true;
+        for (ord, seg) in self.segments.iter().enumerate() {
+            if mode == SearchMode::Count {
+                if let Some(n) = weight.fast_count(seg)? {
+                    total += n;
+                    continue;
+                }
+            }
+            let Some(mut s) = weight.scorer(seg)? else { continue };
+            let (n, skipped) = collect_segment(&mut *s, seg, ord as u32, &mut top, mode);
+            total += n;
+            exact &= !skipped;
+            if let Some(why) = s.corruption() {
+                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            }
+        }
+        Ok(SearchResult { total_hits: total, hits_exact: exact, top: top.into_sorted() })
+    }
+
+    /// The stored fields of a hit.
+    pub fn stored_fields(&self, doc: DocAddress) -> Result<Map<String, Value>> {
+        let seg = self
+            .segments
+            .get(doc.segment as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("segment {} out of range", doc.segment)))?;
+        seg.stored_fields(doc.doc)
+    }
+}
+
+/// Scores one segment into `top`; returns (matches counted, whether documents were skipped).
+fn collect_segment(s: &mut dyn Scorer, seg: &SegmentReader, ord: u32, top: &mut TopK, mode: SearchMode) -> (u64, bool) {
+    let two_phase = s.is_two_phase();
+    let mut count = 0u64;
+    let mut skipped = false;
+    let mut doc = s.doc();
+    match mode {
+        SearchMode::Count => {
+            while doc != TERMINATED {
+                if !two_phase || s.matches() {
+                    count += 1;
+                }
+                doc = s.next();
+            }
+        }
+        SearchMode::TopCount => {
+            while doc != TERMINATED {
+                if !two_phase || s.matches() {
+                    count += 1;
+                    let score = s.score();
+                    top.offer(score, DocAddress { segment: ord, doc }, || seg.seq(doc));
+                }
+                doc = s.next();
+            }
+        }
+        SearchMode::Top => {
+            // Block-max skipping: a block whose best possible score cannot beat the k-th best
+            // kept score is skipped without decoding.
+            let mut block_end = 0u32;
+            let mut block_max = f32::INFINITY;
+            while doc != TERMINATED {
+                if let Some(threshold) = top.threshold() {
+                    if doc > block_end || block_end == 0 {
+                        let (end, max) = s.block_max(doc);
+                        block_end = end;
+                        block_max = max;
+                    }
+                    if block_max < threshold {
+                        skipped = true;
+                        if block_end >= TERMINATED - 1 {
+                            break;
+                        }
+                        doc = s.seek(block_end + 1);
+                        continue;
+                    }
+                }
+                if !two_phase || s.matches() {
+                    count += 1;
+                    let score = s.score();
+                    top.offer(score, DocAddress { segment: ord, doc }, || seg.seq(doc));
+                }
+                doc = s.next();
+            }
+        }
+    }
+    (count, skipped)
+}

@@ -1,0 +1,171 @@
+//! Phrase scoring: a conjunction of the terms' postings as the approximation, then positions are
+//! checked only for documents that pass it. Exact phrases count the occurrences; sloppy phrases
+//! sum Lucene's sloppy frequency `1 / (1 + distance)` over matches within `slop` moves.
+use quarry_store::Bytes;
+
+use super::bm25::SimScorer;
+use super::scorer::{Scorer, TERMINATED};
+use crate::codec::postings::PostingsCursor;
+
+/// One phrase term: its cursor and its offset in the phrase.
+pub struct PhraseTerm {
+    pub cursor: PostingsCursor,
+    pub offset: u32,
+}
+
+pub struct PhraseScorer {
+    terms: Vec<PhraseTerm>,
+    /// Term indexes by increasing cost (leapfrog order).
+    order: Vec<usize>,
+    slop: u32,
+    sim: SimScorer,
+    norms: Option<Bytes>,
+    doc: u32,
+    freq: f32,
+    positions: Vec<Vec<u32>>,
+    max: f32,
+}
+
+impl PhraseScorer {
+    pub fn new(terms: Vec<PhraseTerm>, slop: u32, sim: SimScorer, norms: Option<Bytes>) -> Self {
+        let mut order: Vec<usize> = (0..terms.len()).collect();
+        order.sort_by_key(|&i| terms[i].cursor.doc_freq());
+        // A phrase occurs at most as often as its rarest term.
+        let max_freq = terms.iter().map(|t| t.cursor.term_impact().max_freq).min().unwrap_or(1);
+        let max = sim.score(max_freq as f32, 1);
+        let n = terms.len();
+        let mut p = Self { terms, order, slop, sim, norms, doc: 0, freq: 0.0, positions: vec![Vec::new(); n], max };
+        let first = p.terms[p.order[0]].cursor.doc();
+        p.doc = p.align(first);
+        p
+    }
+
+    fn align(&mut self, mut target: u32) -> u32 {
+        'outer: loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            let lead = self.order[0];
+            target = self.terms[lead].cursor.seek(target);
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            for k in 1..self.order.len() {
+                let i = self.order[k];
+                let d = self.terms[i].cursor.seek(target);
+                if d != target {
+                    target = d;
+                    continue 'outer;
+                }
+            }
+            return target;
+        }
+    }
+
+    fn load_positions(&mut self) {
+        for (t, out) in self.terms.iter_mut().zip(self.positions.iter_mut()) {
+            t.cursor.positions(out);
+        }
+    }
+
+    /// Number of start positions where every term sits at its offset.
+    fn exact_freq(&self) -> f32 {
+        let lead = &self.positions[0];
+        let mut idx = vec![0usize; self.terms.len()];
+        let mut count = 0u32;
+        'starts: for &p0 in lead {
+            let Some(start) = p0.checked_sub(self.terms[0].offset) else { continue };
+            for i in 1..self.terms.len() {
+                let want = start + self.terms[i].offset;
+                let ps = &self.positions[i];
+                while idx[i] < ps.len() && ps[idx[i]] < want {
+                    idx[i] += 1;
+                }
+                if idx[i] >= ps.len() {
+                    break 'starts;
+                }
+                if ps[idx[i]] != want {
+                    continue 'starts;
+                }
+            }
+            count += 1;
+        }
+        count as f32
+    }
+
+    /// Lucene's sloppy frequency: repeatedly take the phrase positions `pos - offset` of every
+    /// term, the match length is `max - min`; when it is within `slop`, add `1 / (1 + len)`, then
+    /// advance the term with the smallest phrase position.
+    fn sloppy_freq(&self) -> f32 {
+        let n = self.terms.len();
+        let mut idx = vec![0usize; n];
+        let pp = |i: usize, k: usize| -> Option<i64> {
+            self.positions[i].get(k).map(|&p| i64::from(p) - i64::from(self.terms[i].offset))
+        };
+        let mut freq = 0f32;
+        loop {
+            let mut min = i64::MAX;
+            let mut max = i64::MIN;
+            let mut min_i = 0;
+            for (i, &k) in idx.iter().enumerate() {
+                let Some(p) = pp(i, k) else { return freq };
+                if p < min {
+                    min = p;
+                    min_i = i;
+                }
+                max = max.max(p);
+            }
+            let len = max - min;
+            if len <= i64::from(self.slop) {
+                freq += 1.0 / (1.0 + len as f32);
+            }
+            idx[min_i] += 1;
+        }
+    }
+}
+
+impl Scorer for PhraseScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        let lead = self.order[0];
+        let t = self.terms[lead].cursor.next();
+        self.doc = self.align(t);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.align(target);
+        self.doc
+    }
+    fn matches(&mut self) -> bool {
+        if self.doc == TERMINATED {
+            return false;
+        }
+        self.load_positions();
+        self.freq = if self.slop == 0 { self.exact_freq() } else { self.sloppy_freq() };
+        self.freq > 0.0
+    }
+    fn is_two_phase(&self) -> bool {
+        true
+    }
+    fn score(&mut self) -> f32 {
+        let norm = match &self.norms {
+            Some(n) => n.get(self.doc as usize).copied().unwrap_or(1),
+            None => 1,
+        };
+        self.sim.score(self.freq, norm)
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.terms[self.order[0]].cursor.doc_freq())
+    }
+    fn max_score(&self) -> f32 {
+        self.max
+    }
+    fn corruption(&self) -> Option<String> {
+        self.terms.iter().find_map(|t| t.cursor.is_corrupt().map(str::to_string))
+    }
+}

@@ -1,0 +1,511 @@
+//! Scorers: iterators over the matching documents of one segment, in increasing doc order, that
+//! score the current document. Combinators build boolean logic out of term scorers.
+//!
+//! Contract: `doc()` starts at the first match candidate (or [`TERMINATED`]); `next`/`seek` move
+//! forward only; `seek(t)` lands on the first candidate `>= t`; `matches()` confirms a candidate
+//! (two-phase: phrases check positions only for documents that pass the cheap approximation);
+//! `score()` is called only on confirmed documents; `max_score` and `block_max` bound scores.
+use quarry_store::Bytes;
+
+use super::bm25::SimScorer;
+use crate::codec::postings::PostingsCursor;
+pub use crate::codec::postings::TERMINATED;
+
+pub trait Scorer: Send {
+    fn doc(&self) -> u32;
+    fn next(&mut self) -> u32;
+    fn seek(&mut self, target: u32) -> u32;
+    fn score(&mut self) -> f32;
+    /// Estimated number of candidates (drives rarest-first ordering).
+    fn cost(&self) -> u64;
+    /// Confirms the current candidate; approximations (phrases) check positions here.
+    fn matches(&mut self) -> bool {
+        true
+    }
+    /// Whether `matches` can return false (a two-phase scorer).
+    fn is_two_phase(&self) -> bool {
+        false
+    }
+    /// An upper bound of every score this scorer can still produce.
+    fn max_score(&self) -> f32;
+    /// The last doc of the block holding `target` and a bound of the scores up to it.
+    fn block_max(&mut self, _target: u32) -> (u32, f32) {
+        (TERMINATED - 1, self.max_score())
+    }
+    /// An inconsistency met in the index data, reported after the search.
+    fn corruption(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Scores one term's postings with BM25.
+pub struct TermScorer {
+    cursor: PostingsCursor,
+    sim: SimScorer,
+    norms: Option<Bytes>,
+    max: f32,
+}
+
+impl TermScorer {
+    pub fn new(cursor: PostingsCursor, sim: SimScorer, norms: Option<Bytes>) -> Self {
+        let imp = cursor.term_impact();
+        let max = sim.score(imp.max_freq as f32, if norms.is_some() { imp.min_norm } else { 1 });
+        Self { cursor, sim, norms, max }
+    }
+    #[inline]
+    fn norm(&self, doc: u32) -> u8 {
+        match &self.norms {
+            Some(n) => n.get(doc as usize).copied().unwrap_or(1),
+            None => 1,
+        }
+    }
+    pub fn cursor_mut(&mut self) -> &mut PostingsCursor {
+        &mut self.cursor
+    }
+    pub fn freq(&self) -> u32 {
+        self.cursor.freq()
+    }
+}
+
+impl Scorer for TermScorer {
+    #[inline]
+    fn doc(&self) -> u32 {
+        self.cursor.doc()
+    }
+    #[inline]
+    fn next(&mut self) -> u32 {
+        self.cursor.next()
+    }
+    #[inline]
+    fn seek(&mut self, target: u32) -> u32 {
+        self.cursor.seek(target)
+    }
+    #[inline]
+    fn score(&mut self) -> f32 {
+        let d = self.cursor.doc();
+        self.sim.score(self.cursor.freq() as f32, self.norm(d))
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.cursor.doc_freq())
+    }
+    fn max_score(&self) -> f32 {
+        self.max
+    }
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        match self.cursor.shallow_block(target) {
+            Some((last, imp)) => {
+                let norm = if self.norms.is_some() { imp.min_norm } else { 1 };
+                (last, self.sim.score(imp.max_freq as f32, norm))
+            }
+            None => (TERMINATED, 0.0),
+        }
+    }
+    fn corruption(&self) -> Option<String> {
+        self.cursor.is_corrupt().map(str::to_string)
+    }
+}
+
+/// Every document of the segment, with a constant score.
+pub struct AllScorer {
+    doc: u32,
+    max_doc: u32,
+    score: f32,
+}
+
+impl AllScorer {
+    pub fn new(max_doc: u32, score: f32) -> Self {
+        Self { doc: if max_doc == 0 { TERMINATED } else { 0 }, max_doc, score }
+    }
+}
+
+impl Scorer for AllScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        self.seek(self.doc.saturating_add(1))
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.doc = if target >= self.max_doc { TERMINATED } else { target.max(self.doc) };
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        self.score
+    }
+    fn cost(&self) -> u64 {
+        u64::from(self.max_doc)
+    }
+    fn max_score(&self) -> f32 {
+        self.score
+    }
+}
+
+/// A sorted list of documents with a constant score (prefix queries after expansion).
+pub struct DocListScorer {
+    docs: Vec<u32>,
+    i: usize,
+    score: f32,
+}
+
+impl DocListScorer {
+    pub fn new(docs: Vec<u32>, score: f32) -> Self {
+        Self { docs, i: 0, score }
+    }
+}
+
+impl Scorer for DocListScorer {
+    fn doc(&self) -> u32 {
+        self.docs.get(self.i).copied().unwrap_or(TERMINATED)
+    }
+    fn next(&mut self) -> u32 {
+        self.i += 1;
+        self.doc()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc() < target {
+            self.i += self.docs[self.i..].partition_point(|&d| d < target);
+        }
+        self.doc()
+    }
+    fn score(&mut self) -> f32 {
+        self.score
+    }
+    fn cost(&self) -> u64 {
+        self.docs.len() as u64
+    }
+    fn max_score(&self) -> f32 {
+        self.score
+    }
+}
+
+/// Documents matching all of `required` (leapfrog, rarest first); scores the sum of the
+/// scoring ones (the first `n_scoring`; the rest are filters).
+pub struct ConjunctionScorer {
+    subs: Vec<Box<dyn Scorer>>,
+    scoring: Vec<bool>,
+    doc: u32,
+}
+
+impl ConjunctionScorer {
+    /// `subs` with a flag per sub telling whether it contributes to the score.
+    pub fn new(mut subs: Vec<(Box<dyn Scorer>, bool)>) -> Self {
+        subs.sort_by_key(|(s, _)| s.cost());
+        let (subs, scoring): (Vec<_>, Vec<_>) = subs.into_iter().unzip();
+        let mut c = Self { subs, scoring, doc: 0 };
+        let first = c.subs[0].doc();
+        c.doc = c.align(first);
+        c
+    }
+
+    /// Moves every sub to the first doc >= `target` they all share.
+    fn align(&mut self, mut target: u32) -> u32 {
+        'outer: loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            target = self.subs[0].seek(target);
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            for i in 1..self.subs.len() {
+                let d = self.subs[i].seek(target);
+                if d != target {
+                    target = d;
+                    continue 'outer;
+                }
+            }
+            return target;
+        }
+    }
+}
+
+impl Scorer for ConjunctionScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        let t = self.subs[0].next();
+        self.doc = self.align(t);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.align(target);
+        self.doc
+    }
+    fn matches(&mut self) -> bool {
+        self.subs.iter_mut().all(|s| s.matches())
+    }
+    fn is_two_phase(&self) -> bool {
+        self.subs.iter().any(|s| s.is_two_phase())
+    }
+    fn score(&mut self) -> f32 {
+        let mut sum = 0f64;
+        for (s, &scoring) in self.subs.iter_mut().zip(&self.scoring) {
+            if scoring {
+                sum += f64::from(s.score());
+            }
+        }
+        sum as f32
+    }
+    fn cost(&self) -> u64 {
+        self.subs[0].cost()
+    }
+    fn max_score(&self) -> f32 {
+        let sum: f64 = self.subs.iter().zip(&self.scoring).filter(|(_, &sc)| sc).map(|(s, _)| f64::from(s.max_score())).sum();
+        sum as f32 * (1.0 + 1e-6)
+    }
+    fn corruption(&self) -> Option<String> {
+        self.subs.iter().find_map(|s| s.corruption())
+    }
+}
+
+/// Documents matching at least `min_match` of `subs`; scores the sum of the matching ones.
+pub struct DisjunctionScorer {
+    subs: Vec<Box<dyn Scorer>>,
+    min_match: usize,
+    doc: u32,
+    /// Indexes of the subs positioned on `doc` that confirmed (`matches`).
+    on_doc: Vec<usize>,
+    cost: u64,
+}
+
+impl DisjunctionScorer {
+    pub fn new(subs: Vec<Box<dyn Scorer>>, min_match: usize) -> Self {
+        let cost = subs.iter().map(|s| s.cost()).sum();
+        let mut d = Self { subs, min_match: min_match.max(1), doc: 0, on_doc: Vec::new(), cost };
+        d.doc = d.settle(0);
+        d
+    }
+
+    /// Finds the first doc >= `from` matched by at least `min_match` subs.
+    fn settle(&mut self, from: u32) -> u32 {
+        let mut target = from;
+        loop {
+            let mut min = TERMINATED;
+            for s in self.subs.iter_mut() {
+                let d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                min = min.min(d);
+            }
+            if min == TERMINATED {
+                return TERMINATED;
+            }
+            self.on_doc.clear();
+            for (i, s) in self.subs.iter_mut().enumerate() {
+                if s.doc() == min && s.matches() {
+                    self.on_doc.push(i);
+                }
+            }
+            if self.on_doc.len() >= self.min_match {
+                return min;
+            }
+            target = min + 1;
+        }
+    }
+}
+
+impl Scorer for DisjunctionScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.doc = self.settle(self.doc + 1);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.settle(target);
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        let mut sum = 0f64;
+        for &i in &self.on_doc {
+            sum += f64::from(self.subs[i].score());
+        }
+        sum as f32
+    }
+    fn cost(&self) -> u64 {
+        self.cost
+    }
+    fn max_score(&self) -> f32 {
+        let sum: f64 = self.subs.iter().map(|s| f64::from(s.max_score())).sum();
+        sum as f32 * (1.0 + 1e-6)
+    }
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        let mut end = TERMINATED;
+        let mut sum = 0f64;
+        for s in self.subs.iter_mut() {
+            let (e, m) = s.block_max(target);
+            if e != TERMINATED {
+                end = end.min(e);
+                sum += f64::from(m);
+            }
+        }
+        (end, sum as f32 * (1.0 + 1e-6))
+    }
+    fn corruption(&self) -> Option<String> {
+        self.subs.iter().find_map(|s| s.corruption())
+    }
+}
+
+/// `required` minus the documents of `excluded`.
+pub struct ExclusionScorer {
+    required: Box<dyn Scorer>,
+    excluded: Box<dyn Scorer>,
+    doc: u32,
+}
+
+impl ExclusionScorer {
+    pub fn new(required: Box<dyn Scorer>, excluded: Box<dyn Scorer>) -> Self {
+        let mut e = Self { doc: required.doc(), required, excluded };
+        e.doc = e.settle(e.doc);
+        e
+    }
+    fn settle(&mut self, mut d: u32) -> u32 {
+        while d != TERMINATED {
+            let x = self.excluded.seek(d);
+            if x != d || !self.excluded.matches() {
+                return d;
+            }
+            d = self.required.next();
+        }
+        TERMINATED
+    }
+}
+
+impl Scorer for ExclusionScorer {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        let d = self.required.next();
+        self.doc = self.settle(d);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        let d = self.required.seek(target);
+        self.doc = self.settle(d);
+        self.doc
+    }
+    fn matches(&mut self) -> bool {
+        self.required.matches()
+    }
+    fn is_two_phase(&self) -> bool {
+        self.required.is_two_phase()
+    }
+    fn score(&mut self) -> f32 {
+        self.required.score()
+    }
+    fn cost(&self) -> u64 {
+        self.required.cost()
+    }
+    fn max_score(&self) -> f32 {
+        self.required.max_score()
+    }
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        self.required.block_max(target)
+    }
+    fn corruption(&self) -> Option<String> {
+        self.required.corruption().or_else(|| self.excluded.corruption())
+    }
+}
+
+/// `required`, plus the score of `optional` where it also matches (Lucene's ReqOptSumScorer).
+pub struct ReqOptScorer {
+    required: Box<dyn Scorer>,
+    optional: Box<dyn Scorer>,
+}
+
+impl ReqOptScorer {
+    pub fn new(required: Box<dyn Scorer>, optional: Box<dyn Scorer>) -> Self {
+        Self { required, optional }
+    }
+}
+
+impl Scorer for ReqOptScorer {
+    fn doc(&self) -> u32 {
+        self.required.doc()
+    }
+    fn next(&mut self) -> u32 {
+        self.required.next()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.required.seek(target)
+    }
+    fn matches(&mut self) -> bool {
+        self.required.matches()
+    }
+    fn is_two_phase(&self) -> bool {
+        self.required.is_two_phase()
+    }
+    fn score(&mut self) -> f32 {
+        let d = self.required.doc();
+        let mut s = f64::from(self.required.score());
+        let o = if self.optional.doc() < d { self.optional.seek(d) } else { self.optional.doc() };
+        if o == d && self.optional.matches() {
+            s += f64::from(self.optional.score());
+        }
+        s as f32
+    }
+    fn cost(&self) -> u64 {
+        self.required.cost()
+    }
+    fn max_score(&self) -> f32 {
+        ((f64::from(self.required.max_score()) + f64::from(self.optional.max_score())) as f32) * (1.0 + 1e-6)
+    }
+    fn corruption(&self) -> Option<String> {
+        self.required.corruption().or_else(|| self.optional.corruption())
+    }
+}
+
+/// Wraps a scorer to give every match the same score (filters, constant-score queries).
+pub struct ConstScorer {
+    inner: Box<dyn Scorer>,
+    score: f32,
+}
+
+impl ConstScorer {
+    pub fn new(inner: Box<dyn Scorer>, score: f32) -> Self {
+        Self { inner, score }
+    }
+}
+
+impl Scorer for ConstScorer {
+    fn doc(&self) -> u32 {
+        self.inner.doc()
+    }
+    fn next(&mut self) -> u32 {
+        self.inner.next()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.inner.seek(target)
+    }
+    fn matches(&mut self) -> bool {
+        self.inner.matches()
+    }
+    fn is_two_phase(&self) -> bool {
+        self.inner.is_two_phase()
+    }
+    fn score(&mut self) -> f32 {
+        self.score
+    }
+    fn cost(&self) -> u64 {
+        self.inner.cost()
+    }
+    fn max_score(&self) -> f32 {
+        self.score
+    }
+    fn corruption(&self) -> Option<String> {
+        self.inner.corruption()
+    }
+}

@@ -1,0 +1,250 @@
+//! Query -> Weight: resolves fields, gathers collection statistics once for the whole searcher
+//! (so scores are the same whatever the segmentation), then builds per-segment scorers.
+use std::sync::Arc;
+
+use super::bm25::{Bm25, FieldStats, SimScorer};
+use super::phrase::{PhraseScorer, PhraseTerm};
+use super::scorer::*;
+use crate::index::SegmentReader;
+use crate::query::ast::{Occur, Query};
+use crate::schema::Schema;
+use crate::{Error, Result};
+
+/// A query prepared for execution over a fixed set of segments.
+pub enum Weight {
+    Term { field: u32, term: String, sim: Arc<SimScorer> },
+    Phrase { field: u32, terms: Vec<(u32, String)>, slop: u32, sim: Arc<SimScorer> },
+    Prefix { field: u32, prefix: String, score: f32 },
+    Bool { must: Vec<Weight>, filter: Vec<Weight>, should: Vec<Weight>, must_not: Vec<Weight>, min_should: u32 },
+    All { score: f32 },
+    Nothing,
+}
+
+/// What building a weight needs to know about the searcher.
+pub struct Context<'a> {
+    pub schema: &'a Schema,
+    pub segments: &'a [Arc<SegmentReader>],
+    pub stats: &'a [FieldStats],
+    pub bm25: Bm25,
+}
+
+impl Context<'_> {
+    fn field(&self, name: &str) -> Result<u32> {
+        self.schema
+            .field_id(name)
+            .ok_or_else(|| Error::Query(format!("unknown field {name:?} (fields: {})", self.schema.fields().iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "))))
+    }
+
+    fn doc_freq(&self, field: u32, term: &str) -> Result<u64> {
+        let mut df = 0u64;
+        for seg in self.segments {
+            if let Some((info, _)) = seg.term_info(field, term.as_bytes())? {
+                df += u64::from(info.doc_freq);
+            }
+        }
+        Ok(df)
+    }
+}
+
+impl Weight {
+    pub fn build(q: &Query, ctx: &Context, boost: f32) -> Result<Weight> {
+        Ok(match q {
+            Query::Term { field, term } => {
+                let f = ctx.field(field)?;
+                let df = ctx.doc_freq(f, term)?;
+                if df == 0 {
+                    return Ok(Weight::Nothing);
+                }
+                let stats = &ctx.stats[f as usize];
+                let sim = ctx.bm25.scorer(boost, Bm25::idf(df, stats.doc_count), stats);
+                Weight::Term { field: f, term: term.clone(), sim: Arc::new(sim) }
+            }
+            Query::Phrase { field, terms, slop } => {
+                let f = ctx.field(field)?;
+                if !ctx.schema.field(f).has_positions() {
+                    return Err(Error::Query(format!("field {field:?} has no positions: phrase queries need a text field")));
+                }
+                if terms.is_empty() {
+                    return Ok(Weight::Nothing);
+                }
+                let stats = &ctx.stats[f as usize];
+                let mut idf = 0f32;
+                for (_, t) in terms {
+                    let df = ctx.doc_freq(f, t)?;
+                    if df == 0 {
+                        return Ok(Weight::Nothing);
+                    }
+                    idf += Bm25::idf(df, stats.doc_count);
+                }
+                let sim = ctx.bm25.scorer(boost, idf, stats);
+                Weight::Phrase { field: f, terms: terms.clone(), slop: *slop, sim: Arc::new(sim) }
+            }
+            Query::Prefix { field, prefix } => Weight::Prefix { field: ctx.field(field)?, prefix: prefix.clone(), score: boost },
+            Query::Boost { query, boost: b } => Weight::build(query, ctx, boost * b)?,
+            Query::MatchAll => Weight::All { score: boost },
+            Query::MatchNone => Weight::Nothing,
+            Query::Boolean { clauses, minimum_should_match } => {
+                let (mut must, mut filter, mut should, mut must_not) = (vec![], vec![], vec![], vec![]);
+                for c in clauses {
+                    let w = Weight::build(&c.query, ctx, boost)?;
+                    match c.occur {
+                        Occur::Must => must.push(w),
+                        Occur::Filter => filter.push(w),
+                        Occur::Should => should.push(w),
+                        Occur::MustNot => must_not.push(w),
+                    }
+                }
+                Weight::Bool { must, filter, should, must_not, min_should: *minimum_should_match }
+            }
+        })
+    }
+
+    /// The exact number of matches in `seg` when it is known without iterating.
+    pub fn fast_count(&self, seg: &SegmentReader) -> Result<Option<u64>> {
+        Ok(match self {
+            Weight::Nothing => Some(0),
+            Weight::All { .. } => Some(u64::from(seg.doc_count())),
+            Weight::Term { field, term, .. } => Some(seg.term_info(*field, term.as_bytes())?.map_or(0, |(i, _)| u64::from(i.doc_freq))),
+            _ => None,
+        })
+    }
+
+    /// The scorer of this weight on `seg`, or `None` if nothing can match there.
+    pub fn scorer(&self, seg: &SegmentReader) -> Result<Option<Box<dyn Scorer>>> {
+        Ok(match self {
+            Weight::Nothing => None,
+            Weight::All { score } => Some(Box::new(AllScorer::new(seg.doc_count(), *score))),
+            Weight::Term { field, term, sim } => match seg.term_info(*field, term.as_bytes())? {
+                None => None,
+                Some((info, bytes)) => {
+                    let cursor = seg.postings(*field, &info, &bytes, false)?;
+                    let norms = seg.norms(*field)?.cloned();
+                    Some(Box::new(TermScorer::new(cursor, (**sim).clone(), norms)))
+                }
+            },
+            Weight::Phrase { field, terms, slop, sim } => {
+                let mut pts = Vec::with_capacity(terms.len());
+                for (offset, t) in terms {
+                    match seg.term_info(*field, t.as_bytes())? {
+                        None => return Ok(None),
+                        Some((info, bytes)) => pts.push(PhraseTerm { cursor: seg.postings(*field, &info, &bytes, true)?, offset: *offset }),
+                    }
+                }
+                let norms = seg.norms(*field)?.cloned();
+                Some(Box::new(PhraseScorer::new(pts, *slop, (**sim).clone(), norms)))
+            }
+            Weight::Prefix { field, prefix, score } => {
+                let docs = prefix_docs(seg, *field, prefix)?;
+                if docs.is_empty() {
+                    None
+                } else {
+                    Some(Box::new(DocListScorer::new(docs, *score)))
+                }
+            }
+            Weight::Bool { must, filter, should, must_not, min_should } => bool_scorer(seg, must, filter, should, must_not, *min_should)?,
+        })
+    }
+}
+
+/// All documents of `seg` holding a term of `field` that starts with `prefix`, sorted.
+fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>> {
+    use fst::{IntoStreamer, Streamer};
+    let Some(dict) = seg.terms(field)? else { return Ok(Vec::new()) };
+    let mut bits = vec![0u64; (seg.doc_count() as usize).div_ceil(64)];
+    let mut stream = dict.map().range().ge(prefix.as_bytes()).into_stream();
+    while let Some((key, offset)) = stream.next() {
+        if !key.starts_with(prefix.as_bytes()) {
+            break;
+        }
+        let (info, bytes) = seg.term_info_at(field, offset)?;
+        let mut c = seg.postings(field, &info, &bytes, false)?;
+        while c.doc() != TERMINATED {
+            let d = c.doc() as usize;
+            if let Some(w) = bits.get_mut(d / 64) {
+                *w |= 1 << (d % 64);
+            }
+            c.next();
+        }
+        if let Some(why) = c.is_corrupt() {
+            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        }
+    }
+    let mut docs = Vec::new();
+    for (i, &w) in bits.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            docs.push(i as u32 * 64 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    Ok(docs)
+}
+
+fn scorers(seg: &SegmentReader, ws: &[Weight]) -> Result<Vec<Option<Box<dyn Scorer>>>> {
+    ws.iter().map(|w| w.scorer(seg)).collect()
+}
+
+/// Lucene's BooleanWeight logic: required (must + filter) AND'ed, optional (should) summed in
+/// when required exist or OR'ed with `min_should` otherwise, prohibited (must_not) excluded.
+fn bool_scorer(
+    seg: &SegmentReader,
+    must: &[Weight],
+    filter: &[Weight],
+    should: &[Weight],
+    must_not: &[Weight],
+    min_should: u32,
+) -> Result<Option<Box<dyn Scorer>>> {
+    let mut required: Vec<(Box<dyn Scorer>, bool)> = Vec::new();
+    for s in scorers(seg, must)? {
+        match s {
+            Some(s) => required.push((s, true)),
+            None => return Ok(None),
+        }
+    }
+    for s in scorers(seg, filter)? {
+        match s {
+            Some(s) => required.push((s, false)),
+            None => return Ok(None),
+        }
+    }
+    let optional: Vec<Box<dyn Scorer>> = scorers(seg, should)?.into_iter().flatten().collect();
+    let min_should = min_should as usize;
+    if min_should > optional.len() {
+        return Ok(None);
+    }
+    let main: Box<dyn Scorer> = if required.is_empty() {
+        if optional.is_empty() {
+            return Ok(None);
+        }
+        disjunction(optional, min_should.max(1))
+    } else {
+        if min_should > 0 {
+            required.push((disjunction(optional, min_should), true));
+            conjunction(required)
+        } else if optional.is_empty() {
+            conjunction(required)
+        } else {
+            Box::new(ReqOptScorer::new(conjunction(required), disjunction(optional, 1)))
+        }
+    };
+    let prohibited: Vec<Box<dyn Scorer>> = scorers(seg, must_not)?.into_iter().flatten().collect();
+    if prohibited.is_empty() {
+        return Ok(Some(main));
+    }
+    Ok(Some(Box::new(ExclusionScorer::new(main, disjunction(prohibited, 1)))))
+}
+
+fn disjunction(mut subs: Vec<Box<dyn Scorer>>, min: usize) -> Box<dyn Scorer> {
+    if subs.len() == 1 && min <= 1 {
+        return subs.pop().expect("one");
+    }
+    Box::new(DisjunctionScorer::new(subs, min))
+}
+
+fn conjunction(mut subs: Vec<(Box<dyn Scorer>, bool)>) -> Box<dyn Scorer> {
+    if subs.len() == 1 {
+        let (s, scoring) = subs.pop().expect("one");
+        return if scoring { s } else { Box::new(ConstScorer::new(s, 0.0)) };
+    }
+    Box::new(ConjunctionScorer::new(subs))
+}
