@@ -18,15 +18,6 @@ pub struct Stream {
     len: u32,
 }
 
-impl Stream {
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
 /// The shared storage of many streams.
 #[derive(Default, Debug)]
 pub struct IntArena {

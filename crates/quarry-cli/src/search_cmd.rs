@@ -1,0 +1,120 @@
+//! `quarry search`: one query from the command line, or a batch of JSON lines.
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use quarry::{DirectoryKind, Index, SearchMode, Searcher};
+use serde_json::{json, Map, Value};
+
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Index directory.
+    #[arg(long)]
+    pub index: PathBuf,
+    /// Field(s) searched by terms without `field:` (repeatable; default: every text field).
+    #[arg(long = "default-field")]
+    pub default_fields: Vec<String>,
+    /// Number of hits to return.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// top: top-k (hit count may be a lower bound); top_count: top-k and exact count;
+    /// count: exact count only.
+    #[arg(long, default_value = "top_count")]
+    pub mode: SearchMode,
+    /// Print JSON (one line per query).
+    #[arg(long)]
+    pub json: bool,
+    /// Batch mode: a JSON Lines file of {"query": "..."} objects ("-" for standard input).
+    #[arg(long, conflicts_with = "query")]
+    pub queries: Option<PathBuf>,
+    /// Read path: mmap (default) or pread.
+    #[arg(long, default_value = "mmap")]
+    pub directory: DirectoryKind,
+    /// The query, in Lucene's classic syntax.
+    pub query: Option<String>,
+}
+
+/// Runs one query; returns its JSON result and the time the search took.
+pub fn run_one(searcher: &Searcher, fields: &[&str], query: &str, k: usize, mode: SearchMode) -> Result<(Value, f64)> {
+    let start = Instant::now();
+    let q = searcher.parse_query(query, fields)?;
+    let res = searcher.search(&q, k, mode)?;
+    let micros = start.elapsed().as_secs_f64() * 1e6;
+    let mut top = Vec::with_capacity(res.top.len());
+    for h in &res.top {
+        top.push(json!({"score": h.score, "doc": Value::Object(searcher.stored_fields(h.doc)?)}));
+    }
+    Ok((json!({"query": query, "hits": res.total_hits, "hits_exact": res.hits_exact, "top": top}), micros))
+}
+
+fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
+    let exact = if v["hits_exact"].as_bool() == Some(true) { "" } else { " (at least)" };
+    writeln!(out, "{} hits{exact} for {} in {:.0} µs", v["hits"], v["query"], micros)?;
+    for (i, h) in v["top"].as_array().into_iter().flatten().enumerate() {
+        let doc = h["doc"].as_object().cloned().unwrap_or_default();
+        writeln!(out, "{:>3}. {:.5}  {}", i + 1, h["score"].as_f64().unwrap_or(0.0), summary(&doc))?;
+    }
+    Ok(())
+}
+
+/// A one-line view of a stored document: short fields in full, long ones cut.
+fn summary(doc: &Map<String, Value>) -> String {
+    let mut parts = Vec::new();
+    for (k, v) in doc {
+        let s = match v {
+            Value::String(s) => s.replace('\n', " "),
+            other => other.to_string(),
+        };
+        let cut: String = s.chars().take(70).collect();
+        let ell = if cut.len() < s.len() { "…" } else { "" };
+        parts.push(format!("{k}={cut}{ell}"));
+    }
+    parts.join("  ")
+}
+
+pub fn run(args: &SearchArgs) -> Result<()> {
+    let index = Index::open_with(&args.index, args.directory).with_context(|| format!("opening index {}", args.index.display()))?;
+    let searcher = index.searcher();
+    let fields: Vec<&str> = args.default_fields.iter().map(String::as_str).collect();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match (&args.query, &args.queries) {
+        (Some(q), None) => {
+            let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode)?;
+            if args.json {
+                writeln!(out, "{v}")?;
+            } else {
+                print_human(&mut out, &v, micros)?;
+            }
+        }
+        (None, Some(path)) => {
+            let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+                Box::new(std::io::BufReader::new(std::io::stdin()))
+            } else {
+                Box::new(std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?))
+            };
+            for (i, line) in reader.lines().enumerate() {
+                let line = line.with_context(|| format!("{}: line {}", path.display(), i + 1))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let obj: Value = serde_json::from_str(&line)
+                    .with_context(|| format!("{}: line {}: malformed JSON", path.display(), i + 1))?;
+                let Some(q) = obj.get("query").and_then(Value::as_str) else {
+                    bail!("{}: line {}: expected an object with a string \"query\"", path.display(), i + 1);
+                };
+                let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode)
+                    .with_context(|| format!("{}: line {}", path.display(), i + 1))?;
+                if args.json {
+                    writeln!(out, "{v}")?;
+                } else {
+                    print_human(&mut out, &v, micros)?;
+                }
+            }
+        }
+        _ => bail!("give a QUERY or --queries FILE"),
+    }
+    out.flush()?;
+    Ok(())
+}
