@@ -75,16 +75,17 @@ fn infer_schema(input: &Path) -> Result<Schema> {
 
 pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     let schema = match &args.schema {
+        None if args.append => None,
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("cannot read schema {}", p.display()))?;
-            Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?
+            Some(Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?)
         }
         None => {
             let s = infer_schema(&args.input)?;
             if !args.quiet {
                 eprintln!("inferred schema (save it and pass --schema to fix it):\n{}", s.to_json());
             }
-            s
+            Some(s)
         }
     };
     let opts = WriterOptions {
@@ -95,14 +96,19 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     };
     let mut writer = if args.append {
         let w = IndexWriter::open(&args.index, opts)?;
-        if w.schema() != &schema && args.schema.is_some() {
-            bail!("the schema of {} differs from {}", args.index.display(), args.schema.as_ref().unwrap().display());
+        if let (Some(s), Some(p)) = (&schema, &args.schema) {
+            if w.schema() != s {
+                bail!("the schema of {} differs from {}", args.index.display(), p.display());
+            }
         }
         w
-    } else if args.overwrite {
-        IndexWriter::overwrite(&args.index, schema.clone(), opts)?
     } else {
-        IndexWriter::create(&args.index, schema.clone(), opts).context("use --append to add to it or --overwrite to replace it")?
+        let schema = schema.expect("a schema unless appending");
+        if args.overwrite {
+            IndexWriter::overwrite(&args.index, schema, opts)?
+        } else {
+            IndexWriter::create(&args.index, schema, opts).context("use --append to add to it or --overwrite to replace it")?
+        }
     };
     let schema = writer.schema().clone();
     let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).unwrap_or(0);

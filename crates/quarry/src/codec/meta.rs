@@ -20,6 +20,9 @@ pub struct FieldMeta {
     /// The field's FST in the terms file.
     pub fst_offset: u64,
     pub fst_len: u64,
+    /// CRC32C of the FST bytes, verified the first time the dictionary is used: the `fst` crate
+    /// trusts its input, so bytes are checked before it sees them.
+    pub fst_crc: u32,
     /// The field's norms in the norms file (text fields only).
     pub norms_offset: Option<u64>,
 }
@@ -145,7 +148,7 @@ impl CommitPoint {
         format::check_crc(file, bytes)?;
         let body = quarry_codecs::framing::body(bytes);
         let c: CommitPoint = serde_json::from_slice(body).map_err(|e| Error::corrupt(file, format!("commit point: {e}")))?;
-        if c.format_version != format::VERSION {
+        if !(format::MIN_VERSION..=format::VERSION).contains(&c.format_version) {
             return Err(if c.format_version < format::MIN_VERSION {
                 Error::TooOld { file: file.into(), found: c.format_version, min: format::MIN_VERSION }
             } else {

@@ -30,7 +30,7 @@ const fn int4_to_long(i: u32) -> u64 {
     }
 }
 
-/// Encodes a field length (number of tokens) into one byte; monotonic, exact below 24.
+/// Encodes a field length (number of tokens) into one byte; monotonic, exact up to 40.
 pub const fn length_to_norm(len: u32) -> u8 {
     if len < NUM_FREE_VALUES {
         len as u8

@@ -120,6 +120,7 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 let mut c = seg.postings(f, &info, &bytes, entry.has_positions())?;
                 let mut df = 0u32;
                 let mut prev: Option<u32> = None;
+                let mut best = crate::codec::postings::Impact::default();
                 while c.doc() != TERMINATED {
                     let d = c.doc();
                     if prev.is_some_and(|p| p >= d) || d >= n {
@@ -143,6 +144,12 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                             return Err(Error::corrupt(SegmentMeta::file_name(&meta.name, "norms"), format!("doc {d} has terms but norm 0")));
                         }
                     }
+                    let norm = norms.and_then(|nm| nm.get(d as usize).copied()).unwrap_or(1);
+                    best.merge(freq, norm);
+                    match c.shallow_block(d) {
+                        Some((last, imp)) if last >= d && imp.max_freq >= freq && imp.min_norm <= norm => {}
+                        _ => return Err(Error::corrupt(&post_name, format!("term {term_s:?}: the skip entry of doc {d} does not bound its impact"))),
+                    }
                     docs_with_field[d as usize] = true;
                     df += 1;
                     sum_ttf += u64::from(freq);
@@ -150,6 +157,9 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 }
                 if let Some(why) = c.is_corrupt() {
                     return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {why}")));
+                }
+                if best != info.impact {
+                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: term impact {:?} differs from the postings' {best:?}", info.impact)));
                 }
                 if df != info.doc_freq {
                     return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq)));

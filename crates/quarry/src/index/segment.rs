@@ -130,6 +130,13 @@ impl SegmentReader {
             let end = fm.fst_offset.checked_add(fm.fst_len).filter(|&e| e <= self.files.terms.len() - FOOTER_LEN as u64);
             let end = end.ok_or_else(|| Error::corrupt(name, "term dictionary range is out of bounds"))?;
             let bytes = self.files.terms.read_bytes(fm.fst_offset, end)?;
+            let crc = quarry_codecs::crc32c(&bytes);
+            if crc != fm.fst_crc {
+                return Err(Error::corrupt(
+                    name,
+                    format!("term dictionary of field {:?}: checksum {crc:#010x}, expected {:#010x}", self.schema.field(field).name, fm.fst_crc),
+                ));
+            }
             Some(TermsReader::open(name, bytes)?)
         };
         Ok(slot.get_or_init(|| reader).as_ref())

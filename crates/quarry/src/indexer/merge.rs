@@ -1,5 +1,5 @@
 //! Merging segments into one: terms are unioned across the segments' dictionaries in order,
-//! postings concatenated with doc-id bases, norms and stored blocks copied.
+//! postings concatenated with doc-id bases, norms copied, stored documents re-blocked.
 use std::sync::Arc;
 
 use fst::{IntoStreamer, Streamer};

@@ -323,7 +323,11 @@ impl IndexWriter {
         dir.atomic_write(&CommitPoint::file_name(next.generation), &next.encode())?;
         failpoint::hit("commit-after-publish");
         self.commit = next;
-        self.delete_unreferenced()
+        // The commit is durable now: failing to delete stale files must not report it failed.
+        if let Err(e) = self.delete_unreferenced() {
+            eprintln!("quarry: warning: could not remove stale files after commit: {e}");
+        }
+        Ok(())
     }
 
     /// Removes files of earlier commits and of segments no longer referenced (best effort:

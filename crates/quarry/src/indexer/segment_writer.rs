@@ -64,6 +64,7 @@ impl SegmentFileWriter {
         fm.doc_count = doc_count;
         fm.fst_offset = self.terms_file.len() as u64;
         fm.fst_len = fst.len() as u64;
+        fm.fst_crc = quarry_codecs::crc32c(&fst);
         self.terms_file.extend_from_slice(&fst);
         Ok(())
     }

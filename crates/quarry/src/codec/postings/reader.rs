@@ -368,7 +368,7 @@ impl PostingsCursor {
         let rest = bytes.get(p..).unwrap_or(&[]);
         p += self.codec.unpack(rest, fb, &mut self.freqs)?;
         for f in self.freqs.iter_mut() {
-            *f = f.wrapping_add(1);
+            *f = f.saturating_add(1);
         }
         Ok(p)
     }
@@ -377,10 +377,11 @@ impl PostingsCursor {
         let mut r = ByteReader::at(bytes, off);
         let mut doc = base;
         for i in 0..len {
-            let v = r.vu32()?;
-            doc = doc.checked_add(v >> 1).ok_or(CodecError::Invalid { what: "doc id overflow".into() })?;
+            let v = r.vu64()?;
+            let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid { what: "doc delta overflow".into() })?;
+            doc = doc.checked_add(delta).ok_or(CodecError::Invalid { what: "doc id overflow".into() })?;
             self.docs[i] = doc;
-            self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()? };
+            self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
         }
         Ok(r.position())
     }

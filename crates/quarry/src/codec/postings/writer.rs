@@ -73,10 +73,11 @@ impl PostingsWriter {
                 for (&d, &f) in block_docs.iter().zip(block_freqs) {
                     let delta = d - prev;
                     prev = d;
+                    let delta = u64::from(delta) << 1;
                     if f == 1 {
-                        varint::write_u32(&mut self.blocks, delta << 1 | 1);
+                        varint::write_u64(&mut self.blocks, delta | 1);
                     } else {
-                        varint::write_u32(&mut self.blocks, delta << 1);
+                        varint::write_u64(&mut self.blocks, delta);
                         varint::write_u32(&mut self.blocks, f);
                     }
                 }

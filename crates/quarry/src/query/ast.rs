@@ -1,0 +1,451 @@
+//! What a parsed query means: Lucene's query model (term, phrase, prefix, boolean, boost,
+//! match-all) and its exact `Query.toString()` rendering.
+//!
+//! The shapes mirror the Lucene classes the classic `QueryParser` builds (`TermQuery`,
+//! `PhraseQuery`, `PrefixQuery`, `BooleanQuery`, `BoostQuery`, `MatchAllDocsQuery`,
+//! `MatchNoDocsQuery`), and [`Display`](std::fmt::Display) renders them exactly like Lucene's
+//! `Query.toString()`, which is `toString("")`: every term carries its field. Use
+//! [`Query::to_string_with_field`] for Lucene's `toString(field)`, which omits that field.
+
+use std::fmt;
+
+/// A query after parsing, in Lucene's model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Query {
+    /// Documents whose `field` contains `term` (Lucene `TermQuery`).
+    Term {
+        /// The field searched.
+        field: String,
+        /// The term, already analyzed.
+        term: String,
+    },
+    /// Documents whose `field` contains the terms at the given relative positions, within
+    /// `slop` moves (Lucene `PhraseQuery`). Positions are ascending; a gap renders as `?`.
+    Phrase {
+        /// The field searched.
+        field: String,
+        /// `(position, term)` pairs in ascending position order.
+        terms: Vec<(u32, String)>,
+        /// Allowed edit distance between positions (0 = exact phrase).
+        slop: u32,
+    },
+    /// Documents whose `field` contains a term starting with `prefix` (Lucene `PrefixQuery`,
+    /// constant score: Lucene's default rewrite for the query parser).
+    Prefix {
+        /// The field searched.
+        field: String,
+        /// The normalized prefix, without the trailing `*`.
+        prefix: String,
+    },
+    /// A boolean combination of clauses (Lucene `BooleanQuery`).
+    Boolean {
+        /// The clauses, in query order.
+        clauses: Vec<Clause>,
+        /// How many SHOULD clauses must match (0: Lucene's default rule).
+        minimum_should_match: u32,
+    },
+    /// `query` with its score multiplied by `boost` (Lucene `BoostQuery`).
+    Boost {
+        /// The boosted query.
+        query: Box<Query>,
+        /// A finite, non-negative factor.
+        boost: f32,
+    },
+    /// Every document (Lucene `MatchAllDocsQuery`, written `*:*`).
+    MatchAll,
+    /// No document (Lucene `MatchNoDocsQuery`). The parser never produces it: a query whose
+    /// every word analyzes away is an empty [`Query::Boolean`], as in Lucene.
+    MatchNone,
+}
+
+/// One clause of a [`Query::Boolean`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clause {
+    /// How the clause takes part in matching and scoring.
+    pub occur: Occur,
+    /// The clause's query.
+    pub query: Query,
+}
+
+/// How a boolean clause occurs (Lucene `BooleanClause.Occur`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Occur {
+    /// Must match, and scores (`+`).
+    Must,
+    /// May match; scores when it does (no prefix).
+    Should,
+    /// Must not match (`-`).
+    MustNot,
+    /// Must match, does not score (`#`; never produced by the parser).
+    Filter,
+}
+
+impl Occur {
+    /// The prefix Lucene's `Occur.toString()` writes before a clause.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Occur::Must => "+",
+            Occur::Should => "",
+            Occur::MustNot => "-",
+            Occur::Filter => "#",
+        }
+    }
+}
+
+impl Clause {
+    /// A clause with the given occur.
+    pub fn new(occur: Occur, query: Query) -> Self {
+        Clause { occur, query }
+    }
+}
+
+impl Query {
+    /// A term query.
+    pub fn term(field: impl Into<String>, term: impl Into<String>) -> Self {
+        Query::Term {
+            field: field.into(),
+            term: term.into(),
+        }
+    }
+
+    /// A boolean query with `minimum_should_match` 0.
+    pub fn boolean(clauses: Vec<Clause>) -> Self {
+        Query::Boolean {
+            clauses,
+            minimum_should_match: 0,
+        }
+    }
+
+    /// A boosted query.
+    pub fn boosted(query: Query, boost: f32) -> Self {
+        Query::Boost {
+            query: Box::new(query),
+            boost,
+        }
+    }
+
+    /// True for a boolean query without clauses (what Lucene's parser returns when every
+    /// word of the query analyzed away; it matches nothing).
+    pub fn is_empty_boolean(&self) -> bool {
+        matches!(self, Query::Boolean { clauses, .. } if clauses.is_empty())
+    }
+
+    /// Lucene's `Query.toString(field)`: like [`Display`](fmt::Display), but terms in `field`
+    /// are written without their `field:` prefix.
+    pub fn to_string_with_field(&self, field: &str) -> String {
+        let mut out = String::new();
+        self.render(field, &mut out);
+        out
+    }
+
+    fn render(&self, default_field: &str, out: &mut String) {
+        match self {
+            Query::Term { field, term } => {
+                push_field(out, field, default_field);
+                out.push_str(term);
+            }
+            Query::Phrase { field, terms, slop } => {
+                push_field(out, field, default_field);
+                render_phrase(out, terms);
+                if *slop != 0 {
+                    out.push('~');
+                    out.push_str(&slop.to_string());
+                }
+            }
+            Query::Prefix { field, prefix } => {
+                push_field(out, field, default_field);
+                out.push_str(prefix);
+                out.push('*');
+            }
+            Query::Boolean {
+                clauses,
+                minimum_should_match,
+            } => {
+                let parens = *minimum_should_match > 0;
+                if parens {
+                    out.push('(');
+                }
+                for (i, clause) in clauses.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    out.push_str(clause.occur.symbol());
+                    if matches!(clause.query, Query::Boolean { .. }) {
+                        out.push('(');
+                        clause.query.render(default_field, out);
+                        out.push(')');
+                    } else {
+                        clause.query.render(default_field, out);
+                    }
+                }
+                if parens {
+                    out.push(')');
+                    out.push('~');
+                    out.push_str(&minimum_should_match.to_string());
+                }
+            }
+            Query::Boost { query, boost } => {
+                out.push('(');
+                query.render(default_field, out);
+                out.push_str(")^");
+                out.push_str(&java_float_to_string(*boost));
+            }
+            Query::MatchAll => out.push_str("*:*"),
+            Query::MatchNone => out.push_str("MatchNoDocsQuery(\"\")"),
+        }
+    }
+}
+
+fn push_field(out: &mut String, field: &str, default_field: &str) {
+    if field != default_field {
+        out.push_str(field);
+        out.push(':');
+    }
+}
+
+/// Lucene's `PhraseQuery.toString` body: terms at the same position joined by `|`, a missing
+/// position written `?`.
+fn render_phrase(out: &mut String, terms: &[(u32, String)]) {
+    out.push('"');
+    let mut next_pos: Option<u32> = None; // the position the next piece stands at
+    let mut last_pos: Option<u32> = None;
+    for (pos, term) in terms {
+        match last_pos {
+            Some(p) if p == *pos => {
+                out.push('|');
+                out.push_str(term);
+                continue;
+            }
+            _ => {}
+        }
+        let mut expected = next_pos.unwrap_or(0);
+        // Fill gaps (positions without a term) with '?', as Lucene does. Positions are
+        // ascending in a well-formed phrase; an out-of-order one is written where it falls.
+        while expected < *pos {
+            if expected > 0 || last_pos.is_some() {
+                out.push(' ');
+            }
+            out.push('?');
+            expected += 1;
+        }
+        if last_pos.is_some() || *pos > 0 {
+            out.push(' ');
+        }
+        out.push_str(term);
+        last_pos = Some(*pos);
+        next_pos = pos.checked_add(1);
+    }
+    out.push('"');
+}
+
+impl fmt::Display for Query {
+    /// Lucene's `Query.toString()` (= `toString("")`): every term carries its field.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_with_field(""))
+    }
+}
+
+/// Java's `Float.toString(float)` (JDK 19+, shortest-uniquely-identifying digits): `2.0`,
+/// `0.5`, `1.0E7`, `1.0E-4`, `NaN`, `Infinity`. Lucene writes boosts with it.
+pub fn java_float_to_string(value: f32) -> String {
+    if value.is_nan() {
+        return "NaN".to_string();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() {
+            "-0.0"
+        } else {
+            "0.0"
+        }
+        .to_string();
+    }
+    let (digits, exp) = shortest_digits(value.abs());
+    let mut out = String::new();
+    if value < 0.0 {
+        out.push('-');
+    }
+    let abs = value.abs();
+    if (1e-3..1e7).contains(&abs) {
+        // Plain notation: the value is digits[0].digits[1..] * 10^exp.
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.push_str(&"0".repeat(int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.push_str(&"0".repeat((-exp - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        out.push('.');
+        if digits.len() > 1 {
+            out.push_str(&digits[1..]);
+        } else {
+            out.push('0');
+        }
+        out.push('E');
+        out.push_str(&exp.to_string());
+    }
+    out
+}
+
+/// The shortest decimal digits `d1 d2 ...` and exponent `e` with `value = d1.d2... * 10^e`
+/// that read back as `value`, with Java's rule that a one-digit result is replaced by the
+/// closest two-digit decimal that still reads back as `value` (it matters near the subnormal
+/// range, e.g. `1.4E-45`).
+fn shortest_digits(value: f32) -> (String, i32) {
+    // Rust's `{:e}` gives the shortest round-tripping digits: "2.5e0", "1e10", "1e-45".
+    let sci = format!("{value:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits = digits.trim_end_matches('0').to_string();
+    let digits = if digits.is_empty() {
+        "0".to_string()
+    } else {
+        digits
+    };
+    if digits.len() != 1 {
+        return (digits, exp);
+    }
+    // One digit: Java picks the closest decimal of length 1 or 2 that reads back as `value`.
+    let scale = 10f64.powi(exp - 1);
+    let exact = f64::from(value);
+    let center = (exact / scale).round() as i64;
+    let mut best: Option<(f64, i64)> = None;
+    for candidate in (center - 1)..=(center + 1) {
+        if !(10..=99).contains(&candidate) {
+            continue;
+        }
+        let text = format!("{candidate}e{}", exp - 1);
+        if text.parse::<f32>().ok() != Some(value) {
+            continue;
+        }
+        let dist = (candidate as f64 * scale - exact).abs();
+        let closer = match best {
+            None => true,
+            Some((d, _)) => dist < d,
+        };
+        if closer {
+            best = Some((dist, candidate));
+        }
+    }
+    match best {
+        Some((_, candidate)) => {
+            let s = candidate.to_string();
+            let s = s.trim_end_matches('0');
+            (s.to_string(), exp)
+        }
+        None => (digits, exp),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(term: &str) -> Query {
+        Query::term("body", term)
+    }
+
+    #[test]
+    fn java_floats() {
+        assert_eq!(java_float_to_string(2.0), "2.0");
+        assert_eq!(java_float_to_string(0.5), "0.5");
+        assert_eq!(java_float_to_string(1.5), "1.5");
+        assert_eq!(java_float_to_string(100.0), "100.0");
+        assert_eq!(java_float_to_string(0.1), "0.1");
+        assert_eq!(java_float_to_string(0.001), "0.001");
+        assert_eq!(java_float_to_string(0.0001), "1.0E-4");
+        assert_eq!(java_float_to_string(1234567.0), "1234567.0");
+        assert_eq!(java_float_to_string(1e7), "1.0E7");
+        assert_eq!(java_float_to_string(1.5e10), "1.5E10");
+        assert_eq!(java_float_to_string(f32::MAX), "3.4028235E38");
+        assert_eq!(java_float_to_string(f32::MIN_POSITIVE), "1.1754944E-38");
+        assert_eq!(java_float_to_string(1.4e-45), "1.4E-45");
+        assert_eq!(java_float_to_string(0.0), "0.0");
+        assert_eq!(java_float_to_string(-2.0), "-2.0");
+        assert_eq!(java_float_to_string(f32::INFINITY), "Infinity");
+        assert_eq!(java_float_to_string(f32::NAN), "NaN");
+        assert_eq!(java_float_to_string(3.3), "3.3");
+        assert_eq!(java_float_to_string(0.3), "0.3");
+        assert_eq!(java_float_to_string(12.75), "12.75");
+    }
+
+    #[test]
+    fn renders_like_lucene() {
+        assert_eq!(t("oil").to_string(), "body:oil");
+        assert_eq!(t("oil").to_string_with_field("body"), "oil");
+        let and = Query::boolean(vec![
+            Clause::new(Occur::Must, t("oil")),
+            Clause::new(Occur::Must, t("price")),
+        ]);
+        assert_eq!(and.to_string(), "+body:oil +body:price");
+        let mixed = Query::boolean(vec![
+            Clause::new(Occur::Must, t("a")),
+            Clause::new(Occur::Should, t("b")),
+            Clause::new(Occur::MustNot, t("c")),
+            Clause::new(Occur::Filter, t("d")),
+        ]);
+        assert_eq!(mixed.to_string(), "+body:a body:b -body:c #body:d");
+        let nested = Query::boolean(vec![
+            Clause::new(Occur::Should, t("x")),
+            Clause::new(Occur::Must, and.clone()),
+        ]);
+        assert_eq!(nested.to_string(), "body:x +(+body:oil +body:price)");
+        let phrase = Query::Phrase {
+            field: "body".into(),
+            terms: vec![(0, "oil".into()), (1, "prices".into())],
+            slop: 0,
+        };
+        assert_eq!(phrase.to_string(), "body:\"oil prices\"");
+        let sloppy = Query::Phrase {
+            field: "body".into(),
+            terms: vec![(0, "a".into()), (2, "b".into()), (2, "c".into())],
+            slop: 2,
+        };
+        assert_eq!(sloppy.to_string(), "body:\"a ? b|c\"~2");
+        let gap_first = Query::Phrase {
+            field: "body".into(),
+            terms: vec![(1, "a".into()), (2, "b".into())],
+            slop: 0,
+        };
+        assert_eq!(gap_first.to_string(), "body:\"? a b\"");
+        assert_eq!(Query::boosted(t("oil"), 2.0).to_string(), "(body:oil)^2.0");
+        assert_eq!(
+            Query::boosted(and.clone(), 0.5).to_string(),
+            "(+body:oil +body:price)^0.5"
+        );
+        assert_eq!(
+            Query::Prefix {
+                field: "body".into(),
+                prefix: "oil".into()
+            }
+            .to_string(),
+            "body:oil*"
+        );
+        assert_eq!(Query::MatchAll.to_string(), "*:*");
+        assert_eq!(Query::MatchNone.to_string(), "MatchNoDocsQuery(\"\")");
+        assert_eq!(Query::boolean(vec![]).to_string(), "");
+        let msm = Query::Boolean {
+            clauses: vec![
+                Clause::new(Occur::Should, t("a")),
+                Clause::new(Occur::Should, t("b")),
+            ],
+            minimum_should_match: 1,
+        };
+        assert_eq!(msm.to_string(), "(body:a body:b)~1");
+        assert_eq!(msm.to_string_with_field("body"), "(a b)~1");
+    }
+}
