@@ -346,11 +346,12 @@ fn unicode_tokens(text: &str, max: usize, s: &mut Scratch, sink: &mut dyn FnMut(
     s.cps.clear();
     s.bytes.clear();
     s.units.clear();
+    let table = uax29::FlagTable::get();
     let mut u = 0;
     for (off, c) in text.char_indices() {
         s.cps.push(Cp {
             c,
-            flags: uax29::flags(c),
+            flags: table.flags(c),
         });
         s.bytes.push(off);
         s.units.push(u);

@@ -288,3 +288,23 @@ fn lowercase_table_agrees_with_rust_where_unicode_is_stable() {
     assert_eq!(java_lower('𐐀'), '𐐨');
     assert_eq!(java_lower('ǅ'), 'ǆ');
 }
+
+#[test]
+fn flag_table_agrees_with_ranges() {
+    let table = uax29::FlagTable::get();
+    let mut expected = vec![0u32; 0x110000];
+    for &(lo, hi, f) in tables::RANGES {
+        assert!(lo <= hi);
+        expected[lo as usize..=hi as usize].fill(f);
+    }
+    for c in (0..0x110000u32).filter_map(char::from_u32) {
+        assert_eq!(table.flags(c), expected[c as usize], "U+{:04X}", c as u32);
+    }
+    // A few anchors from Lucene's grammar.
+    assert_ne!(table.flags('a') & uax29::F_ALETTER, 0);
+    assert_ne!(table.flags(':') & uax29::F_MIDLETTER, 0);
+    assert_ne!(table.flags('_') & uax29::F_EXTNUMLET, 0);
+    assert_ne!(table.flags('\u{301}') & uax29::F_EXT, 0);
+    assert_ne!(table.flags('ก') & uax29::F_SA, 0);
+    assert_ne!(table.flags('日') & uax29::F_HAN, 0);
+}

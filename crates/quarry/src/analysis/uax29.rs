@@ -15,6 +15,8 @@
 //!
 //! Every base character absorbs the Format / Extend / ZWJ characters that follow it (WB4).
 
+use std::sync::OnceLock;
+
 use super::tables::RANGES;
 
 pub(crate) const F_ALETTER: u32 = 1;
@@ -43,46 +45,55 @@ pub(crate) const F_EMOJI_MOD_BASE: u32 = 1 << 19;
 /// Changed by Java's `Character.toLowerCase(int)`.
 pub(crate) const F_LOWER_CHANGES: u32 = 1 << 20;
 
-/// The property flags of one code point.
-#[inline]
-pub(crate) fn flags(c: char) -> u32 {
-    let c = c as u32;
-    if c < 128 {
-        return ASCII_FLAGS[c as usize];
-    }
-    match RANGES.binary_search_by(|&(lo, hi, _)| {
-        if hi < c {
-            std::cmp::Ordering::Less
-        } else if lo > c {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    }) {
-        Ok(i) => RANGES[i].2,
-        Err(_) => 0,
-    }
+/// Flags of every BMP code point by direct lookup (an index into the few distinct flag sets),
+/// built once from [`RANGES`]; supplementary code points are binary-searched.
+pub(crate) struct FlagTable {
+    bmp: Vec<u8>,
+    values: Vec<u32>,
 }
 
-const fn ascii_flags() -> [u32; 128] {
-    let mut t = [0u32; 128];
-    let mut i = 0;
-    while i < RANGES.len() {
-        let (lo, hi, f) = RANGES[i];
-        if lo >= 128 {
-            break;
-        }
-        let mut c = lo;
-        while c <= hi && c < 128 {
-            t[c as usize] = f;
-            c += 1;
-        }
-        i += 1;
-    }
-    t
-}
+static FLAG_TABLE: OnceLock<FlagTable> = OnceLock::new();
 
-static ASCII_FLAGS: [u32; 128] = ascii_flags();
+impl FlagTable {
+    pub(crate) fn get() -> &'static FlagTable {
+        FLAG_TABLE.get_or_init(|| {
+            let mut values = vec![0u32];
+            let mut bmp = vec![0u8; 0x10000];
+            for &(lo, hi, f) in RANGES.iter().take_while(|r| r.0 < 0x10000) {
+                let k = match values.iter().position(|&v| v == f) {
+                    Some(k) => k,
+                    None => {
+                        values.push(f);
+                        values.len() - 1
+                    }
+                };
+                let k = u8::try_from(k).expect("at most 256 distinct flag sets in tables.rs");
+                bmp[lo as usize..=hi.min(0xffff) as usize].fill(k);
+            }
+            FlagTable { bmp, values }
+        })
+    }
+
+    #[inline]
+    pub(crate) fn flags(&self, c: char) -> u32 {
+        let c = c as u32;
+        if c < 0x10000 {
+            return self.values[self.bmp[c as usize] as usize];
+        }
+        match RANGES.binary_search_by(|&(lo, hi, _)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        }) {
+            Ok(i) => RANGES[i].2,
+            Err(_) => 0,
+        }
+    }
+}
 
 /// One decoded code point of the text being scanned.
 #[derive(Clone, Copy, Debug)]

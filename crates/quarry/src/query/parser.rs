@@ -249,8 +249,11 @@ impl QueryParser {
 
     /// Boosts a default field when a bare term is expanded over the default fields
     /// (`MultiFieldQueryParser`'s boosts map; turns on its semantics even for one field).
+    /// A boost that is not finite or is negative is ignored (Lucene's `BoostQuery` refuses it).
     pub fn with_field_boost(mut self, field: impl Into<String>, boost: f32) -> Self {
-        self.field_boosts.insert(field.into(), boost);
+        if boost.is_finite() && boost >= 0.0 {
+            self.field_boosts.insert(field.into(), boost);
+        }
         self
     }
 
@@ -1894,6 +1897,30 @@ mod tests {
         assert_eq!(p("a ! b"), "body:a body:b");
         assert_eq!(p("&&x"), "body:x");
         assert_eq!(p("a . b"), "body:a body:b");
+    }
+
+    #[test]
+    fn term_runs_follow_lucene_multi_term_lookahead() {
+        // A run of plain terms is analyzed as one text; it stops before a term followed by
+        // ':', '*', '~', '^', AND or OR.
+        assert_eq!(p("a b:c"), "body:a b:c");
+        assert_eq!(p("a wi-fi b^2"), "body:a body:wi body:fi (body:b)^2.0");
+        assert_eq!(p("x wi-fi AND y"), "body:x +(body:wi body:fi) +body:y");
+        assert_eq!(p("a b AND c"), "body:a +body:b +body:c");
+        assert_eq!(p("x AND a b c"), "+body:x +body:a body:b body:c");
+        assert_eq!(p("-a wi-fi c"), "-body:a body:wi body:fi body:c");
+        assert_eq!(p("title:(wi-fi x)"), "title:wi title:fi title:x");
+        assert_eq!(p("a b *:*"), "body:a body:b *:*");
+        let q = parser().parse("a wi-fi").unwrap();
+        assert_eq!(
+            q,
+            Query::boolean(
+                ["a", "wi", "fi"]
+                    .iter()
+                    .map(|t| Clause::new(Occur::Should, Query::term("body", *t)))
+                    .collect()
+            )
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod bm25;
 pub mod collector;
 mod phrase;
 pub mod scorer;
+mod union;
 pub mod weight;
 
 use std::sync::Arc;
@@ -151,7 +152,27 @@ impl Searcher {
         let mut top = TopK::new(if mode == SearchMode::Count { 0 } else { k });
         let mut total = 0u64;
         let mut exact = true;
+        let union = weight.term_union();
         for (ord, seg) in self.segments.iter().enumerate() {
+            if let Some(terms) = &union {
+                let mut scorers = Vec::with_capacity(terms.len());
+                for w in terms {
+                    if let Some(s) = w.term_scorer(seg)? {
+                        scorers.push(s);
+                    }
+                }
+                let (n, skipped) = match mode {
+                    SearchMode::Top => union::top_k(&mut scorers, seg, ord as u32, &mut top),
+                    SearchMode::TopCount => (union::exhaustive(&mut scorers, seg, ord as u32, &mut top, true), false),
+                    SearchMode::Count => (union::exhaustive(&mut scorers, seg, ord as u32, &mut top, false), false),
+                };
+                if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
+                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                }
+                total += n;
+                exact &= !skipped;
+                continue;
+            }
             if mode == SearchMode::Count {
                 if let Some(n) = weight.fast_count(seg)? {
                     total += n;

@@ -93,34 +93,53 @@ impl PhraseScorer {
         count as f32
     }
 
-    /// Lucene's sloppy frequency: repeatedly take the phrase positions `pos - offset` of every
-    /// term, the match length is `max - min`; when it is within `slop`, add `1 / (1 + len)`, then
-    /// advance the term with the smallest phrase position.
+    /// Lucene's sloppy frequency (SloppyPhraseMatcher): phrase positions `pos - offset` of all
+    /// terms sit in a queue ordered by (position, offset, term); the smallest is advanced until
+    /// it passes the next smallest, minimizing the match length `end - min` on the way; every
+    /// minimal match with length <= slop adds `1 / (1 + length)`.
     fn sloppy_freq(&self) -> f32 {
         let n = self.terms.len();
         let mut idx = vec![0usize; n];
-        let pp = |i: usize, k: usize| -> Option<i64> {
+        let pos_of = |i: usize, k: usize| -> Option<i64> {
             self.positions[i].get(k).map(|&p| i64::from(p) - i64::from(self.terms[i].offset))
         };
-        let mut freq = 0f32;
-        loop {
-            let mut min = i64::MAX;
-            let mut max = i64::MIN;
-            let mut min_i = 0;
-            for (i, &k) in idx.iter().enumerate() {
-                let Some(p) = pp(i, k) else { return freq };
-                if p < min {
-                    min = p;
-                    min_i = i;
-                }
-                max = max.max(p);
-            }
-            let len = max - min;
-            if len <= i64::from(self.slop) {
-                freq += 1.0 / (1.0 + len as f32);
-            }
-            idx[min_i] += 1;
+        // (position, offset, ord) ordering, as Lucene's PhraseQueue.
+        let key = |i: usize, p: i64| (p, self.terms[i].offset, i);
+        let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> = Default::default();
+        let mut end = i64::MIN;
+        for i in 0..n {
+            let Some(p) = pos_of(i, 0) else { return 0.0 };
+            end = end.max(p);
+            queue.push(std::cmp::Reverse(key(i, p)));
         }
+        let slop = i64::from(self.slop);
+        let mut freq = 0f32;
+        let std::cmp::Reverse((mut pos, _, mut i)) = queue.pop().expect("non-empty");
+        let mut match_len = end - pos;
+        let mut next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
+        loop {
+            idx[i] += 1;
+            let Some(p) = pos_of(i, idx[i]) else { break };
+            pos = p;
+            end = end.max(pos);
+            if pos > next {
+                queue.push(std::cmp::Reverse(key(i, pos)));
+                if match_len <= slop {
+                    freq += 1.0 / (1.0 + match_len as f32);
+                }
+                let std::cmp::Reverse((p2, _, i2)) = queue.pop().expect("non-empty");
+                pos = p2;
+                i = i2;
+                next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
+                match_len = end - pos;
+            } else {
+                match_len = match_len.min(end - pos);
+            }
+        }
+        if match_len <= slop {
+            freq += 1.0 / (1.0 + match_len as f32);
+        }
+        freq
     }
 }
 

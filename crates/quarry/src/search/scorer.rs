@@ -257,6 +257,23 @@ impl Scorer for ConjunctionScorer {
         let sum: f64 = self.subs.iter().zip(&self.scoring).filter(|(_, &sc)| sc).map(|(s, _)| f64::from(s.max_score())).sum();
         sum as f32 * (1.0 + 1e-6)
     }
+    /// The window ends at the nearest block end of any sub; its bound is the sum of the scoring
+    /// subs' block maxima (block-max conjunction: a window whose sum cannot compete is skipped).
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        let mut end = TERMINATED - 1;
+        let mut sum = 0f64;
+        for (s, &scoring) in self.subs.iter_mut().zip(&self.scoring) {
+            let (e, m) = s.block_max(target);
+            if e == TERMINATED {
+                return (TERMINATED, 0.0);
+            }
+            end = end.min(e);
+            if scoring {
+                sum += f64::from(m);
+            }
+        }
+        (end, sum as f32 * (1.0 + 1e-6))
+    }
     fn corruption(&self) -> Option<String> {
         self.subs.iter().find_map(|s| s.corruption())
     }

@@ -109,19 +109,38 @@ impl Weight {
         })
     }
 
+    /// The term weights of a pure disjunction of terms (the MaxScore fast path), if this is one.
+    pub fn term_union(&self) -> Option<Vec<&Weight>> {
+        match self {
+            Weight::Bool { must, filter, should, must_not, min_should }
+                if must.is_empty() && filter.is_empty() && must_not.is_empty() && *min_should <= 1 && should.len() > 1 =>
+            {
+                let terms: Vec<&Weight> = should.iter().filter(|w| !matches!(w, Weight::Nothing)).collect();
+                terms.iter().all(|w| matches!(w, Weight::Term { .. })).then_some(terms)
+            }
+            _ => None,
+        }
+    }
+
+    /// The concrete scorer of a term weight on `seg`.
+    pub fn term_scorer(&self, seg: &SegmentReader) -> Result<Option<TermScorer>> {
+        let Weight::Term { field, term, sim } = self else { return Ok(None) };
+        Ok(match seg.term_info(*field, term.as_bytes())? {
+            None => None,
+            Some((info, bytes)) => {
+                let cursor = seg.postings(*field, &info, &bytes, false)?;
+                let norms = seg.norms(*field)?.cloned();
+                Some(TermScorer::new(cursor, (**sim).clone(), norms))
+            }
+        })
+    }
+
     /// The scorer of this weight on `seg`, or `None` if nothing can match there.
     pub fn scorer(&self, seg: &SegmentReader) -> Result<Option<Box<dyn Scorer>>> {
         Ok(match self {
             Weight::Nothing => None,
             Weight::All { score } => Some(Box::new(AllScorer::new(seg.doc_count(), *score))),
-            Weight::Term { field, term, sim } => match seg.term_info(*field, term.as_bytes())? {
-                None => None,
-                Some((info, bytes)) => {
-                    let cursor = seg.postings(*field, &info, &bytes, false)?;
-                    let norms = seg.norms(*field)?.cloned();
-                    Some(Box::new(TermScorer::new(cursor, (**sim).clone(), norms)))
-                }
-            },
+            Weight::Term { .. } => self.term_scorer(seg)?.map(|t| Box::new(t) as Box<dyn Scorer>),
             Weight::Phrase { field, terms, slop, sim } => {
                 let mut pts = Vec::with_capacity(terms.len());
                 for (offset, t) in terms {

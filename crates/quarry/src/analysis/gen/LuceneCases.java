@@ -8,8 +8,10 @@ import java.util.*;
  * Writes random strings and Lucene's StandardAnalyzer tokens for them as JSON lines, for the
  * ignored test `lucene_differential_cases` in tests/analyzer_reuters.rs.
  *
- * Run: java -cp lucene-core-10.x.jar:. LuceneCases RANGES_TXT N SEED OUT.jsonl
- * where RANGES_TXT lists "first last flags" lines (as in ../tables.rs) to draw characters from.
+ * Run: java -cp lucene-core-10.x.jar:. LuceneCases ../tables.rs N SEED OUT.jsonl
+ * (characters are drawn from every flag class of tables.rs, plus tricky specials and random
+ * code points; a third of the cases use a small max token length), then
+ *   QUARRY_LUCENE_CASES=OUT.jsonl cargo test -p quarry --release --test analyzer_reuters -- --ignored
  */
 public class LuceneCases {
   static String esc(String s) {
@@ -25,10 +27,11 @@ public class LuceneCases {
     Random r = new Random(Long.parseLong(a[2]));
     // pools by flag bit from ranges.txt
     List<int[]> ranges = new ArrayList<>();
-    for (String l : java.nio.file.Files.readAllLines(java.nio.file.Paths.get(a[0]))) {
-      String[] p = l.split(" ");
-      ranges.add(new int[]{Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2])});
-    }
+    String src = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(a[0])), "UTF-8");
+    src = src.substring(src.indexOf("RANGES"), src.indexOf("LOWER"));
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\((0x[0-9a-f]+),(0x[0-9a-f]+),(0x[0-9a-f]+)\\)").matcher(src);
+    while (m.find())
+      ranges.add(new int[]{Integer.decode(m.group(1)), Integer.decode(m.group(2)), Integer.decode(m.group(3))});
     List<List<Integer>> pools = new ArrayList<>();
     for (int bit = 0; bit < 20; bit++) {
       List<Integer> pool = new ArrayList<>();

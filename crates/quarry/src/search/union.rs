@@ -1,0 +1,167 @@
+//! Disjunctions of terms, the most common query shape, without dynamic dispatch:
+//! - `Top`: block-max MaxScore (as Lucene's MaxScoreBulkScorer). Documents are scored in windows
+//!   that end at the nearest block boundary of any term; in each window the terms are split into
+//!   "essential" ones (whose block maxima sum to at least the k-th best score) and the rest. Only
+//!   documents of essential terms are candidates; non-essential terms are added, best first, only
+//!   while the candidate can still make the top k. A window where no sum can compete is skipped
+//!   without decoding it.
+//! - `TopCount` and `Count`: exhaustive, in windows of 2048 documents with a score accumulator
+//!   per document (as Lucene's BooleanScorer), so each term's postings are read sequentially.
+use super::collector::{DocAddress, TopK};
+use super::scorer::{Scorer, TermScorer, TERMINATED};
+use crate::index::SegmentReader;
+
+/// Upper bounds are inflated by this factor so float rounding never prunes a document whose
+/// true score equals the threshold.
+const SLACK: f64 = 1.0 + 1e-6;
+const WINDOW: u32 = 2048;
+
+/// Scores a union of term scorers on one segment into `top`; returns (hits counted, whether some
+/// documents were skipped so the count is a lower bound).
+pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut TopK) -> (u64, bool) {
+    let n = terms.len();
+    let mut count = 0u64;
+    let mut skipped = false;
+    let mut doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+    let mut wmax = vec![0f64; n];
+    let mut order: Vec<usize> = (0..n).collect();
+    // Index in `order` where the essential terms start.
+    let mut essential_from;
+    let mut prefix = vec![0f64; n + 1];
+    while doc != TERMINATED {
+        // The window: up to the nearest block end at or after `doc`; each term's bound in it is
+        // its block maximum, or 0 when its next document lies beyond the window.
+        let mut window_end = TERMINATED - 1;
+        for (i, t) in terms.iter_mut().enumerate() {
+            wmax[i] = 0.0;
+            if t.doc() != TERMINATED {
+                let (end, max) = t.block_max(t.doc());
+                if end != TERMINATED {
+                    wmax[i] = f64::from(max) * SLACK;
+                    window_end = window_end.min(end);
+                }
+            }
+        }
+        for (i, t) in terms.iter().enumerate() {
+            if t.doc() > window_end {
+                wmax[i] = 0.0;
+            }
+        }
+        let threshold = top.threshold().map(f64::from);
+        order.sort_by(|&a, &b| wmax[a].total_cmp(&wmax[b]));
+        for k in 0..n {
+            prefix[k + 1] = prefix[k] + wmax[order[k]];
+        }
+        essential_from = 0;
+        if let Some(th) = threshold {
+            while essential_from < n && prefix[essential_from + 1] < th {
+                essential_from += 1;
+            }
+            if essential_from == n {
+                // Nothing in this window can compete.
+                skipped = true;
+                doc = window_end.saturating_add(1);
+                for t in terms.iter_mut() {
+                    if t.doc() < doc {
+                        t.seek(doc);
+                    }
+                }
+                doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+                continue;
+            }
+        }
+        // Score candidates of the essential terms inside the window.
+        loop {
+            let mut cand = TERMINATED;
+            for &i in &order[essential_from..] {
+                cand = cand.min(terms[i].doc());
+            }
+            if cand == TERMINATED || cand > window_end {
+                break;
+            }
+            let mut score = 0f64;
+            for &i in &order[essential_from..] {
+                let t = &mut terms[i];
+                if t.doc() == cand {
+                    score += f64::from(t.score());
+                    t.next();
+                }
+            }
+            let mut competitive = true;
+            for k in (0..essential_from).rev() {
+                let th = top.threshold().map(f64::from).unwrap_or(f64::NEG_INFINITY);
+                if (score + prefix[k + 1]) * SLACK < th {
+                    competitive = false;
+                    break;
+                }
+                let t = &mut terms[order[k]];
+                if t.doc() < cand {
+                    t.seek(cand);
+                }
+                if t.doc() == cand {
+                    score += f64::from(t.score());
+                }
+            }
+            count += 1;
+            if competitive {
+                top.offer(score as f32, DocAddress { segment: ord, doc: cand }, || seg.seq(cand));
+            } else {
+                skipped = true;
+            }
+        }
+        if essential_from > 0 {
+            skipped = true;
+        }
+        // Non-essential terms were only positioned lazily; move them past the window.
+        let next_doc = window_end.saturating_add(1);
+        for &i in &order[..essential_from] {
+            if terms[i].doc() < next_doc {
+                terms[i].seek(next_doc);
+            }
+        }
+        doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+    }
+    (count, skipped)
+}
+
+/// Exhaustive union: every matching document scored (unless `score` is false) and counted.
+pub fn exhaustive(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut TopK, score: bool) -> u64 {
+    let mut sums = vec![0f64; WINDOW as usize];
+    let mut bits = [0u64; (WINDOW / 64) as usize];
+    let mut count = 0u64;
+    let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
+    while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
+        let end = base.saturating_add(WINDOW);
+        for t in terms.iter_mut() {
+            let mut d = t.doc();
+            while d < end {
+                let o = (d - base) as usize;
+                bits[o / 64] |= 1 << (o % 64);
+                if score {
+                    sums[o] += f64::from(t.score());
+                }
+                d = t.next();
+            }
+        }
+        for (w, word) in bits.iter_mut().enumerate() {
+            let mut x = *word;
+            count += u64::from(x.count_ones());
+            if score {
+                while x != 0 {
+                    let o = w * 64 + x.trailing_zeros() as usize;
+                    let doc = base + o as u32;
+                    top.offer(sums[o] as f32, DocAddress { segment: ord, doc }, || seg.seq(doc));
+                    sums[o] = 0.0;
+                    x &= x - 1;
+                }
+            }
+            *word = 0;
+        }
+        let next = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+        if next == TERMINATED {
+            break;
+        }
+        base = next / WINDOW * WINDOW;
+    }
+    count
+}

@@ -1,0 +1,137 @@
+//! Pruned top-k (block-max MaxScore, block-max conjunctions) returns exactly what exhaustive
+//! scoring returns, and both agree with a brute-force BM25 model, on random indexes and queries.
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use quarry::codec::norms::length_to_norm;
+use quarry::search::bm25::FieldStats;
+use quarry::{Bm25, Document, FieldValue, Index, IndexWriter, MergePolicy, Schema, SearchMode, WriterOptions};
+
+const VOCAB: [&str; 12] = ["oil", "gas", "tax", "bank", "rate", "trade", "yen", "gold", "corn", "ship", "steel", "wheat"];
+
+/// Random documents: word indexes with a skewed distribution so some terms span many blocks.
+fn docs_strategy() -> impl Strategy<Value = Vec<Vec<usize>>> {
+    let word = prop_oneof![4 => 0usize..3, 2 => 3usize..7, 1 => 7usize..12];
+    proptest::collection::vec(proptest::collection::vec(word, 0..30), 150..900)
+}
+
+#[derive(Debug, Clone)]
+enum Q {
+    Or(Vec<usize>),
+    And(Vec<usize>),
+    Mixed(usize, usize, usize),
+}
+
+fn query_strategy() -> impl Strategy<Value = Q> {
+    prop_oneof![
+        proptest::collection::vec(0usize..12, 1..6).prop_map(Q::Or),
+        proptest::collection::vec(0usize..12, 2..4).prop_map(Q::And),
+        (0usize..12, 0usize..12, 0usize..12).prop_map(|(a, b, c)| Q::Mixed(a, b, c)),
+    ]
+}
+
+fn text(q: &Q) -> String {
+    match q {
+        Q::Or(ws) => ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" OR "),
+        Q::And(ws) => ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" AND "),
+        Q::Mixed(a, b, c) => format!("+{} {} -{}", VOCAB[*a], VOCAB[*b], VOCAB[*c]),
+    }
+}
+
+/// Brute-force BM25 exactly as Lucene defines it (f64 sums of f32 term scores).
+fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
+    let n_with = docs.iter().filter(|d| !d.is_empty()).count() as u64;
+    let total: u64 = docs.iter().map(|d| d.len() as u64).sum();
+    let stats = FieldStats { doc_count: n_with, sum_total_term_freq: total };
+    let df = |w: usize| docs.iter().filter(|d| d.contains(&w)).count() as u64;
+    let term_score = |w: usize, d: &Vec<usize>| -> Option<f64> {
+        let tf = d.iter().filter(|&&x| x == w).count();
+        (tf > 0).then(|| {
+            let sim = Bm25::default().scorer(1.0, Bm25::idf(df(w), n_with), &stats);
+            f64::from(sim.score(tf as f32, length_to_norm(d.len() as u32)))
+        })
+    };
+    let mut out = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        let s = match q {
+            Q::Or(ws) => {
+                // Repeated SHOULD clauses count once each (Lucene merges them into one clause
+                // with the boosts summed: the same score).
+                let parts: Vec<f64> = ws.iter().filter_map(|&w| term_score(w, d)).collect();
+                (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
+            }
+            Q::And(ws) => {
+                let parts: Vec<Option<f64>> = ws.iter().map(|&w| term_score(w, d)).collect();
+                parts.iter().all(Option::is_some).then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
+            }
+            Q::Mixed(a, b, c) => match (term_score(*a, d), d.contains(c)) {
+                (Some(sa), false) => Some(sa + term_score(*b, d).unwrap_or(0.0)),
+                _ => None,
+            },
+        };
+        if let Some(s) = s {
+            out.push((i, s as f32));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+fn build(docs: &[Vec<usize>], threads: usize) -> (tempfile::TempDir, Index) {
+    let schema = Schema::builder().integer("id").text("body", false).build();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = WriterOptions { threads, merge_policy: MergePolicy::None, ram_budget_bytes: 1 << 20, ..Default::default() };
+    let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+    for (i, d) in docs.iter().enumerate() {
+        let mut doc = Document::new();
+        doc.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
+        let body: Vec<&str> = d.iter().map(|&x| VOCAB[x]).collect();
+        doc.add(&schema, "body", FieldValue::Str(body.join(" "))).unwrap();
+        w.add_document(doc).unwrap();
+    }
+    w.commit().unwrap();
+    let index = Index::open(tmp.path()).unwrap();
+    (tmp, index)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pruned_equals_exhaustive_equals_model(docs in docs_strategy(), queries in proptest::collection::vec(query_strategy(), 1..6), k in prop_oneof![Just(1usize), Just(3), Just(10)], threads in 1usize..3) {
+        let (_tmp, index) = build(&docs, threads);
+        let s = index.searcher();
+        for q in &queries {
+            let parsed = s.parse_query(&text(q), &["body"]).unwrap();
+            let full = s.search(&parsed, k, SearchMode::TopCount).unwrap();
+            let pruned = s.search(&parsed, k, SearchMode::Top).unwrap();
+            let count = s.search(&parsed, k, SearchMode::Count).unwrap();
+            let want = model(&docs, q);
+            prop_assert_eq!(full.total_hits, want.len() as u64, "{}", text(q));
+            prop_assert_eq!(count.total_hits, want.len() as u64);
+            prop_assert!(pruned.total_hits <= full.total_hits);
+            let ids = |r: &quarry::SearchResult| -> Vec<(u64, f32)> { r.top.iter().map(|h| (h.seq, h.score)).collect() };
+            prop_assert_eq!(ids(&pruned), ids(&full), "pruned vs exhaustive for {}", text(q));
+            let want_top: Vec<(u64, f32)> = want.iter().take(k).map(|&(i, s)| (i as u64, s)).collect();
+            prop_assert_eq!(ids(&full), want_top, "exhaustive vs model for {}", text(q));
+        }
+    }
+}
+
+#[test]
+fn model_agrees_on_a_fixed_case() {
+    let docs: Vec<Vec<usize>> = (0..700).map(|i| (0..(i % 17)).map(|j| (i * 7 + j * 3) % 12).collect()).collect();
+    let (_tmp, index) = build(&docs, 2);
+    let s = index.searcher();
+    let mut seen = HashMap::new();
+    for q in [Q::Or(vec![0, 1, 2, 3]), Q::And(vec![0, 5]), Q::Mixed(1, 2, 3)] {
+        let parsed = s.parse_query(&text(&q), &["body"]).unwrap();
+        let r = s.search(&parsed, 5, SearchMode::Top).unwrap();
+        let want = model(&docs, &q);
+        let got: Vec<u64> = r.top.iter().map(|h| h.seq).collect();
+        let exp: Vec<u64> = want.iter().take(5).map(|w| w.0 as u64).collect();
+        assert_eq!(got, exp, "{}", text(&q));
+        seen.insert(text(&q), got);
+    }
+    assert_eq!(seen.len(), 3);
+}
