@@ -70,9 +70,12 @@ pub fn decode_doc(schema: &Schema, bytes: &[u8]) -> Result<Map<String, Value>, C
     Ok(out)
 }
 
-/// Accumulates encoded documents into compressed blocks.
+/// Accumulates encoded documents into compressed blocks, each kept in its own buffer so that a
+/// large segment never regrows (and copies) one big buffer.
 pub struct StoredWriter {
-    pub out: Vec<u8>,
+    /// The file so far, as parts: the header, then one part per block.
+    parts: Vec<Vec<u8>>,
+    len: u64,
     index: Vec<(u32, u64)>,
     lens: Vec<u32>,
     data: Vec<u8>,
@@ -83,7 +86,8 @@ pub struct StoredWriter {
 impl StoredWriter {
     /// `header` is the file's header, so block offsets are file offsets.
     pub fn new(header: Vec<u8>) -> Self {
-        Self { out: header, index: Vec::new(), lens: Vec::new(), data: Vec::new(), first_doc: 0, docs: 0 }
+        let len = header.len() as u64;
+        Self { parts: vec![header], len, index: Vec::new(), lens: Vec::new(), data: Vec::new(), first_doc: 0, docs: 0 }
     }
     pub fn add(&mut self, encoded: &[u8]) {
         self.lens.push(encoded.len() as u32);
@@ -98,7 +102,7 @@ impl StoredWriter {
     }
     /// Bytes held (for the RAM budget).
     pub fn mem_bytes(&self) -> usize {
-        self.out.capacity() + self.data.capacity() + self.lens.capacity() * 4
+        self.len as usize + self.data.capacity() + self.lens.capacity() * 4
     }
     fn cut(&mut self) {
         if self.lens.is_empty() {
@@ -110,23 +114,29 @@ impl StoredWriter {
             varint::write_u32(&mut raw, l);
         }
         raw.extend_from_slice(&self.data);
-        self.index.push((self.first_doc, self.out.len() as u64));
+        self.index.push((self.first_doc, self.len));
         let compressed = lz4_flex::compress(&raw);
-        varint::write_u32(&mut self.out, raw.len() as u32);
-        self.out.put_len_prefixed(&compressed);
+        let mut part = Vec::with_capacity(compressed.len() + 10);
+        varint::write_u32(&mut part, raw.len() as u32);
+        part.put_len_prefixed(&compressed);
+        self.len += part.len() as u64;
+        self.parts.push(part);
         self.first_doc = self.docs;
         self.lens.clear();
         self.data.clear();
     }
-    /// Finishes blocks and writes the block index; returns (bytes, index offset, block count).
-    pub fn finish(mut self) -> (Vec<u8>, u64, u32) {
+    /// Finishes blocks and appends the block index; returns (file parts, index offset, block
+    /// count).
+    pub fn finish(mut self) -> (Vec<Vec<u8>>, u64, u32) {
         self.cut();
-        let index_offset = self.out.len() as u64;
+        let index_offset = self.len;
+        let mut index = Vec::with_capacity(self.index.len() * INDEX_ENTRY);
         for &(d, o) in &self.index {
-            self.out.put_u32(d);
-            self.out.put_u64(o);
+            index.put_u32(d);
+            index.put_u64(o);
         }
-        (self.out, index_offset, self.index.len() as u32)
+        self.parts.push(index);
+        (self.parts, index_offset, self.index.len() as u32)
     }
 }
 
@@ -240,7 +250,8 @@ mod tests {
             encode_doc(&schema, &d, &mut buf);
             w.add(&buf);
         }
-        let (bytes, off, blocks) = w.finish();
+        let (parts, off, blocks) = w.finish();
+        let bytes = parts.concat();
         assert!(blocks > 1);
         let index = &bytes[off as usize..];
         let r = StoredIndex::new("t.store", index, blocks, off, 3000).unwrap();

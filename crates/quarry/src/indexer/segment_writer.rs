@@ -84,21 +84,19 @@ impl SegmentFileWriter {
         seq_runs: Vec<(u32, u64)>,
         stored: StoredWriter,
     ) -> Result<SegmentMeta> {
-        let (stored_bytes, stored_index_offset, stored_blocks) = stored.finish();
-        let contents: [(&str, Vec<u8>); 5] = [
-            ("terms", self.terms_file),
-            ("post", self.postings.post),
-            ("pos", self.postings.pos),
-            ("norms", self.norms_file),
-            ("store", stored_bytes),
+        let (stored_parts, stored_index_offset, stored_blocks) = stored.finish();
+        let contents: [(&str, Vec<Vec<u8>>); 5] = [
+            ("terms", vec![self.terms_file]),
+            ("post", vec![self.postings.post]),
+            ("pos", vec![self.postings.pos]),
+            ("norms", vec![self.norms_file]),
+            ("store", stored_parts),
         ];
         let mut files = BTreeMap::new();
-        for (ext, bytes) in contents {
-            let bytes = format::finish(bytes);
-            let crc = u32::from_le_bytes(bytes[bytes.len() - 4..].try_into().expect("4 bytes"));
+        for (ext, parts) in contents {
             let file = SegmentMeta::file_name(name, ext);
-            write_file(dir, &file, &bytes)?;
-            files.insert(ext.to_string(), FileMeta { len: bytes.len() as u64, crc });
+            let fm = write_parts(dir, &file, &parts)?;
+            files.insert(ext.to_string(), fm);
         }
         debug_assert_eq!(files.len() + 1, SEGMENT_FILES.len());
         let meta = SegmentMeta {
@@ -113,6 +111,26 @@ impl SegmentFileWriter {
         write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
         Ok(meta)
     }
+}
+
+/// Creates `name`, writes the parts (which start with the file's header) and the footer with a
+/// CRC computed on the way, and fsyncs.
+fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<FileMeta> {
+    let io = |e| Error::Store(quarry_store::StoreError::Io { op: "write", path: dir.path().join(name), source: e });
+    let mut w = dir.create(name)?;
+    let mut crc = 0u32;
+    let mut len = 0u64;
+    for p in parts {
+        w.write_all(p).map_err(io)?;
+        crc = quarry_codecs::checksum::crc32c_append(crc, p);
+        len += p.len() as u64;
+    }
+    let magic = quarry_codecs::framing::FOOTER_MAGIC.to_le_bytes();
+    crc = quarry_codecs::checksum::crc32c_append(crc, &magic);
+    w.write_all(&magic).map_err(io)?;
+    w.write_all(&crc.to_le_bytes()).map_err(io)?;
+    w.finish()?;
+    Ok(FileMeta { len: len + 8, crc })
 }
 
 /// Creates `name`, writes `bytes` and fsyncs.
