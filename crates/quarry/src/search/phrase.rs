@@ -23,6 +23,8 @@ pub struct PhraseScorer {
     doc: u32,
     freq: f32,
     positions: Vec<Vec<u32>>,
+    starts: Vec<u32>,
+    buf: Vec<u32>,
     max: f32,
 }
 
@@ -34,7 +36,7 @@ impl PhraseScorer {
         let max_freq = terms.iter().map(|t| t.cursor.term_impact().max_freq).min().unwrap_or(1);
         let max = sim.score(max_freq as f32, 1);
         let n = terms.len();
-        let mut p = Self { terms, order, slop, sim, norms, doc: 0, freq: 0.0, positions: vec![Vec::new(); n], max };
+        let mut p = Self { terms, order, slop, sim, norms, doc: 0, freq: 0.0, positions: vec![Vec::new(); n], starts: Vec::new(), buf: Vec::new(), max };
         let first = p.terms[p.order[0]].cursor.doc();
         p.doc = p.align(first);
         p
@@ -68,29 +70,36 @@ impl PhraseScorer {
         }
     }
 
-    /// Number of start positions where every term sits at its offset.
-    fn exact_freq(&self) -> f32 {
-        let lead = &self.positions[0];
-        let mut idx = vec![0usize; self.terms.len()];
-        let mut count = 0u32;
-        'starts: for &p0 in lead {
-            let Some(start) = p0.checked_sub(self.terms[0].offset) else { continue };
-            for i in 1..self.terms.len() {
-                let want = start + self.terms[i].offset;
-                let ps = &self.positions[i];
-                while idx[i] < ps.len() && ps[idx[i]] < want {
-                    idx[i] += 1;
-                }
-                if idx[i] >= ps.len() {
-                    break 'starts;
-                }
-                if ps[idx[i]] != want {
-                    continue 'starts;
-                }
+    /// Exact phrase frequency, loading positions rarest term first and stopping as soon as no
+    /// start position survives (most candidate documents fail after one or two terms).
+    fn exact_freq_lazy(&mut self) -> f32 {
+        let mut starts = std::mem::take(&mut self.starts);
+        let mut buf = std::mem::take(&mut self.buf);
+        starts.clear();
+        let first = self.order[0];
+        self.terms[first].cursor.positions(&mut buf);
+        let off = self.terms[first].offset;
+        starts.extend(buf.iter().filter(|&&p| p >= off).map(|&p| p - off));
+        for k in 1..self.order.len() {
+            if starts.is_empty() {
+                break;
             }
-            count += 1;
+            let i = self.order[k];
+            self.terms[i].cursor.positions(&mut buf);
+            let off = self.terms[i].offset;
+            let mut j = 0usize;
+            starts.retain(|&s| {
+                let want = s + off;
+                while j < buf.len() && buf[j] < want {
+                    j += 1;
+                }
+                j < buf.len() && buf[j] == want
+            });
         }
-        count as f32
+        let n = starts.len();
+        self.starts = starts;
+        self.buf = buf;
+        n as f32
     }
 
     /// Lucene's sloppy frequency (SloppyPhraseMatcher): phrase positions `pos - offset` of all
@@ -164,8 +173,12 @@ impl Scorer for PhraseScorer {
         if self.doc == TERMINATED {
             return false;
         }
-        self.load_positions();
-        self.freq = if self.slop == 0 { self.exact_freq() } else { self.sloppy_freq() };
+        self.freq = if self.slop == 0 {
+            self.exact_freq_lazy()
+        } else {
+            self.load_positions();
+            self.sloppy_freq()
+        };
         self.freq > 0.0
     }
     fn is_two_phase(&self) -> bool {

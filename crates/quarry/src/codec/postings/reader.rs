@@ -263,18 +263,43 @@ impl PostingsCursor {
         }
         let bytes: &[u8] = pos;
         let mut r = ByteReader::at(bytes, self.pos_off);
-        let result: Result<(), CodecError> = (|| {
-            while self.pos_idx < self.idx {
-                for _ in 0..self.freqs[self.pos_idx] {
-                    r.vu32()?;
-                }
-                self.pos_idx += 1;
+        // Skip the positions of the block's earlier documents: count varint terminators (bytes
+        // below 0x80) instead of decoding them.
+        let skip: u64 = self.freqs[self.pos_idx.min(self.idx)..self.idx].iter().map(|&f| u64::from(f)).sum();
+        self.pos_idx = self.idx;
+        if skip > 0 {
+            let mut left = skip;
+            let mut p = self.pos_off;
+            while left > 0 && p < bytes.len() {
+                left -= u64::from(bytes[p] < 0x80);
+                p += 1;
             }
+            if left > 0 {
+                self.fail("positions: truncated".to_string());
+                out.clear();
+                return;
+            }
+            r = ByteReader::at(bytes, p);
+        }
+        let result: Result<(), CodecError> = (|| {
             let mut p = 0u32;
+            let mut at = r.position();
             for _ in 0..self.freqs[self.idx] {
-                p = p.wrapping_add(r.vu32()?);
+                // Most position deltas fit one byte.
+                match bytes.get(at) {
+                    Some(&b) if b < 0x80 => {
+                        p = p.wrapping_add(u32::from(b));
+                        at += 1;
+                    }
+                    _ => {
+                        let mut rr = ByteReader::at(bytes, at);
+                        p = p.wrapping_add(rr.vu32()?);
+                        at = rr.position();
+                    }
+                }
                 out.push(p);
             }
+            r = ByteReader::at(bytes, at);
             Ok(())
         })();
         self.pos_off = r.position();
