@@ -2,6 +2,8 @@
 //! rankings) match Lucene's: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) in f64 then f32, the
 //! document length decoded from the one-byte norm, avgdl = sumTotalTermFreq / docCount, and
 //! score = w - w / (1 + freq * normInverse) with w = boost * idf (no (k1 + 1) factor).
+use std::sync::Arc;
+
 use crate::codec::norms::length_table;
 
 /// BM25 parameters.
@@ -38,15 +40,21 @@ impl Bm25 {
         (stats.sum_total_term_freq as f64 / stats.doc_count as f64) as f32
     }
 
-    /// A scorer for one term (or phrase: `idf` is then the sum of its terms' idfs).
-    pub fn scorer(&self, boost: f32, idf: f32, stats: &FieldStats) -> SimScorer {
+    /// The per-norm factors `1 / (k1 * (1 - b + b * len / avgdl))` of a field: computed once
+    /// per searcher and field, shared by every query.
+    pub fn norm_cache(&self, stats: &FieldStats) -> Arc<[f32; 256]> {
         let avgdl = Self::avgdl(stats);
         let lengths = length_table();
         let mut cache = [0f32; 256];
         for (c, &len) in cache.iter_mut().zip(lengths.iter()) {
             *c = 1.0 / (self.k1 * ((1.0 - self.b) + self.b * len / avgdl));
         }
-        SimScorer { weight: boost * idf, cache }
+        Arc::new(cache)
+    }
+
+    /// A scorer for one term (or phrase: `idf` is then the sum of its terms' idfs).
+    pub fn scorer(&self, boost: f32, idf: f32, stats: &FieldStats) -> SimScorer {
+        SimScorer { weight: boost * idf, cache: self.norm_cache(stats) }
     }
 }
 
@@ -54,7 +62,14 @@ impl Bm25 {
 #[derive(Clone, Debug)]
 pub struct SimScorer {
     pub weight: f32,
-    cache: [f32; 256],
+    cache: Arc<[f32; 256]>,
+}
+
+impl SimScorer {
+    /// A scorer over a field's precomputed norm cache.
+    pub fn with_cache(boost: f32, idf: f32, cache: Arc<[f32; 256]>) -> Self {
+        Self { weight: boost * idf, cache }
+    }
 }
 
 impl SimScorer {

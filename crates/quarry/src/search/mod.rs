@@ -61,6 +61,7 @@ pub struct Searcher {
     schema: Schema,
     segments: Arc<Vec<Arc<SegmentReader>>>,
     stats: Arc<Vec<FieldStats>>,
+    norm_caches: Arc<Vec<Arc<[f32; 256]>>>,
     bm25: Bm25,
 }
 
@@ -101,12 +102,15 @@ impl Searcher {
                 s.sum_total_term_freq += fm.sum_total_term_freq;
             }
         }
-        Self { schema, segments, stats: Arc::new(stats), bm25: Bm25::default() }
+        let bm25 = Bm25::default();
+        let norm_caches = Arc::new(stats.iter().map(|s| bm25.norm_cache(s)).collect());
+        Self { schema, segments, stats: Arc::new(stats), norm_caches, bm25 }
     }
 
     /// Uses other BM25 parameters.
     pub fn with_bm25(mut self, bm25: Bm25) -> Self {
         self.bm25 = bm25;
+        self.norm_caches = Arc::new(self.stats.iter().map(|s| bm25.norm_cache(s)).collect());
         self
     }
 
@@ -147,17 +151,29 @@ impl Searcher {
 
     /// Runs `query`: the best `k` hits and the hit count, as `mode` asks.
     pub fn search(&self, query: &Query, k: usize, mode: SearchMode) -> Result<SearchResult> {
-        let ctx = Context { schema: &self.schema, segments: &self.segments, stats: &self.stats, bm25: self.bm25 };
+        let ctx = Context {
+            schema: &self.schema,
+            segments: &self.segments,
+            stats: &self.stats,
+            norm_caches: &self.norm_caches,
+            bm25: self.bm25,
+        };
         let weight = Weight::build(query, &ctx, 1.0)?;
         let mut top = TopK::new(if mode == SearchMode::Count { 0 } else { k });
         let mut total = 0u64;
         let mut exact = true;
         let union = weight.term_union();
         for (ord, seg) in self.segments.iter().enumerate() {
+            if mode == SearchMode::Count {
+                if let Some(n) = weight.fast_count(seg, ord)? {
+                    total += n;
+                    continue;
+                }
+            }
             if let Some(terms) = &union {
                 let mut scorers = Vec::with_capacity(terms.len());
                 for w in terms {
-                    if let Some(s) = w.term_scorer(seg)? {
+                    if let Some(s) = w.term_scorer(seg, ord)? {
                         scorers.push(s);
                     }
                 }
@@ -173,13 +189,7 @@ impl Searcher {
                 exact &= !skipped;
                 continue;
             }
-            if mode == SearchMode::Count {
-                if let Some(n) = weight.fast_count(seg)? {
-                    total += n;
-                    continue;
-                }
-            }
-            let Some(mut s) = weight.scorer(seg)? else { continue };
+            let Some(mut s) = weight.scorer(seg, ord)? else { continue };
             let (n, skipped) = collect_segment(&mut *s, seg, ord as u32, &mut top, mode);
             total += n;
             exact &= !skipped;

@@ -126,6 +126,20 @@ pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut 
 
 /// Exhaustive union: every matching document scored (unless `score` is false) and counted.
 pub fn exhaustive(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut TopK, score: bool) -> u64 {
+    if let [t] = terms {
+        // One term: no accumulation needed.
+        let mut count = 0u64;
+        let mut d = t.doc();
+        while d != TERMINATED {
+            count += 1;
+            if score {
+                let s = t.score();
+                top.offer(s, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+            }
+            d = t.next();
+        }
+        return count;
+    }
     let mut sums = vec![0f64; WINDOW as usize];
     let mut bits = [0u64; (WINDOW / 64) as usize];
     let mut count = 0u64;

@@ -2,7 +2,10 @@
 //! (so scores are the same whatever the segmentation), then builds per-segment scorers.
 use std::sync::Arc;
 
+use quarry_store::Bytes;
+
 use super::bm25::{Bm25, FieldStats, SimScorer};
+use crate::codec::postings::TermInfo;
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
 use crate::index::SegmentReader;
@@ -12,7 +15,8 @@ use crate::{Error, Result};
 
 /// A query prepared for execution over a fixed set of segments.
 pub enum Weight {
-    Term { field: u32, term: String, sim: Arc<SimScorer> },
+    /// `infos[segment]`: the term's entry in each segment, looked up once.
+    Term { field: u32, term: String, sim: Arc<SimScorer>, infos: Vec<Option<(TermInfo, Bytes)>> },
     Phrase { field: u32, terms: Vec<(u32, String)>, slop: u32, sim: Arc<SimScorer> },
     Prefix { field: u32, prefix: String, score: f32 },
     Bool { must: Vec<Weight>, filter: Vec<Weight>, should: Vec<Weight>, must_not: Vec<Weight>, min_should: u32 },
@@ -25,6 +29,7 @@ pub struct Context<'a> {
     pub schema: &'a Schema,
     pub segments: &'a [Arc<SegmentReader>],
     pub stats: &'a [FieldStats],
+    pub norm_caches: &'a [Arc<[f32; 256]>],
     pub bm25: Bm25,
 }
 
@@ -51,13 +56,19 @@ impl Weight {
         Ok(match q {
             Query::Term { field, term } => {
                 let f = ctx.field(field)?;
-                let df = ctx.doc_freq(f, term)?;
+                let mut infos = Vec::with_capacity(ctx.segments.len());
+                let mut df = 0u64;
+                for seg in ctx.segments {
+                    let info = seg.term_info(f, term.as_bytes())?;
+                    df += info.as_ref().map_or(0, |(i, _)| u64::from(i.doc_freq));
+                    infos.push(info);
+                }
                 if df == 0 {
                     return Ok(Weight::Nothing);
                 }
                 let stats = &ctx.stats[f as usize];
-                let sim = ctx.bm25.scorer(boost, Bm25::idf(df, stats.doc_count), stats);
-                Weight::Term { field: f, term: term.clone(), sim: Arc::new(sim) }
+                let sim = SimScorer::with_cache(boost, Bm25::idf(df, stats.doc_count), ctx.norm_caches[f as usize].clone());
+                Weight::Term { field: f, term: term.clone(), sim: Arc::new(sim), infos }
             }
             Query::Phrase { field, terms, slop } => {
                 let f = ctx.field(field)?;
@@ -76,7 +87,7 @@ impl Weight {
                     }
                     idf += Bm25::idf(df, stats.doc_count);
                 }
-                let sim = ctx.bm25.scorer(boost, idf, stats);
+                let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
                 Weight::Phrase { field: f, terms: terms.clone(), slop: *slop, sim: Arc::new(sim) }
             }
             Query::Prefix { field, prefix } => Weight::Prefix { field: ctx.field(field)?, prefix: prefix.clone(), score: boost },
@@ -100,18 +111,20 @@ impl Weight {
     }
 
     /// The exact number of matches in `seg` when it is known without iterating.
-    pub fn fast_count(&self, seg: &SegmentReader) -> Result<Option<u64>> {
+    pub fn fast_count(&self, seg: &SegmentReader, ord: usize) -> Result<Option<u64>> {
         Ok(match self {
             Weight::Nothing => Some(0),
             Weight::All { .. } => Some(u64::from(seg.doc_count())),
-            Weight::Term { field, term, .. } => Some(seg.term_info(*field, term.as_bytes())?.map_or(0, |(i, _)| u64::from(i.doc_freq))),
+            Weight::Term { infos, .. } => Some(infos.get(ord).and_then(|i| i.as_ref()).map_or(0, |(i, _)| u64::from(i.doc_freq))),
             _ => None,
         })
     }
 
-    /// The term weights of a pure disjunction of terms (the MaxScore fast path), if this is one.
+    /// The term weights of a pure disjunction of terms (the MaxScore fast path), if this is one;
+    /// a single term is a union of one.
     pub fn term_union(&self) -> Option<Vec<&Weight>> {
         match self {
+            Weight::Term { .. } => Some(vec![self]),
             Weight::Bool { must, filter, should, must_not, min_should }
                 if must.is_empty() && filter.is_empty() && must_not.is_empty() && *min_should <= 1 && should.len() > 1 =>
             {
@@ -123,12 +136,12 @@ impl Weight {
     }
 
     /// The concrete scorer of a term weight on `seg`.
-    pub fn term_scorer(&self, seg: &SegmentReader) -> Result<Option<TermScorer>> {
-        let Weight::Term { field, term, sim } = self else { return Ok(None) };
-        Ok(match seg.term_info(*field, term.as_bytes())? {
+    pub fn term_scorer(&self, seg: &SegmentReader, ord: usize) -> Result<Option<TermScorer>> {
+        let Weight::Term { field, sim, infos, .. } = self else { return Ok(None) };
+        Ok(match infos.get(ord).and_then(|i| i.as_ref()) {
             None => None,
             Some((info, bytes)) => {
-                let cursor = seg.postings(*field, &info, &bytes, false)?;
+                let cursor = seg.postings(*field, info, bytes, false)?;
                 let norms = seg.norms(*field)?.cloned();
                 Some(TermScorer::new(cursor, (**sim).clone(), norms))
             }
@@ -136,11 +149,11 @@ impl Weight {
     }
 
     /// The scorer of this weight on `seg`, or `None` if nothing can match there.
-    pub fn scorer(&self, seg: &SegmentReader) -> Result<Option<Box<dyn Scorer>>> {
+    pub fn scorer(&self, seg: &SegmentReader, ord: usize) -> Result<Option<Box<dyn Scorer>>> {
         Ok(match self {
             Weight::Nothing => None,
             Weight::All { score } => Some(Box::new(AllScorer::new(seg.doc_count(), *score))),
-            Weight::Term { .. } => self.term_scorer(seg)?.map(|t| Box::new(t) as Box<dyn Scorer>),
+            Weight::Term { .. } => self.term_scorer(seg, ord)?.map(|t| Box::new(t) as Box<dyn Scorer>),
             Weight::Phrase { field, terms, slop, sim } => {
                 let mut pts = Vec::with_capacity(terms.len());
                 for (offset, t) in terms {
@@ -160,7 +173,7 @@ impl Weight {
                     Some(Box::new(DocListScorer::new(docs, *score)))
                 }
             }
-            Weight::Bool { must, filter, should, must_not, min_should } => bool_scorer(seg, must, filter, should, must_not, *min_should)?,
+            Weight::Bool { must, filter, should, must_not, min_should } => bool_scorer(seg, ord, must, filter, should, must_not, *min_should)?,
         })
     }
 }
@@ -199,14 +212,15 @@ fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>
     Ok(docs)
 }
 
-fn scorers(seg: &SegmentReader, ws: &[Weight]) -> Result<Vec<Option<Box<dyn Scorer>>>> {
-    ws.iter().map(|w| w.scorer(seg)).collect()
+fn scorers(seg: &SegmentReader, ord: usize, ws: &[Weight]) -> Result<Vec<Option<Box<dyn Scorer>>>> {
+    ws.iter().map(|w| w.scorer(seg, ord)).collect()
 }
 
 /// Lucene's BooleanWeight logic: required (must + filter) AND'ed, optional (should) summed in
 /// when required exist or OR'ed with `min_should` otherwise, prohibited (must_not) excluded.
 fn bool_scorer(
     seg: &SegmentReader,
+    ord: usize,
     must: &[Weight],
     filter: &[Weight],
     should: &[Weight],
@@ -214,19 +228,19 @@ fn bool_scorer(
     min_should: u32,
 ) -> Result<Option<Box<dyn Scorer>>> {
     let mut required: Vec<(Box<dyn Scorer>, bool)> = Vec::new();
-    for s in scorers(seg, must)? {
+    for s in scorers(seg, ord, must)? {
         match s {
             Some(s) => required.push((s, true)),
             None => return Ok(None),
         }
     }
-    for s in scorers(seg, filter)? {
+    for s in scorers(seg, ord, filter)? {
         match s {
             Some(s) => required.push((s, false)),
             None => return Ok(None),
         }
     }
-    let optional: Vec<Box<dyn Scorer>> = scorers(seg, should)?.into_iter().flatten().collect();
+    let optional: Vec<Box<dyn Scorer>> = scorers(seg, ord, should)?.into_iter().flatten().collect();
     let min_should = min_should as usize;
     if min_should > optional.len() {
         return Ok(None);
@@ -246,7 +260,7 @@ fn bool_scorer(
             Box::new(ReqOptScorer::new(conjunction(required), disjunction(optional, 1)))
         }
     };
-    let prohibited: Vec<Box<dyn Scorer>> = scorers(seg, must_not)?.into_iter().flatten().collect();
+    let prohibited: Vec<Box<dyn Scorer>> = scorers(seg, ord, must_not)?.into_iter().flatten().collect();
     if prohibited.is_empty() {
         return Ok(Some(main));
     }
