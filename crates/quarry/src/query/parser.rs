@@ -1413,22 +1413,21 @@ impl<'a> Parser<'a> {
         q: Option<Query>,
         at: usize,
     ) -> PResult<()> {
+        // Lucene 10.6 adds an analyzed run of terms as one clause (a nested boolean when it has
+        // several tokens): `oil gas -coal` is `(body:oil body:gas) -body:coal`; a run that is
+        // the whole query is returned as is by `Query()` (`oil gas` is `body:oil body:gas`).
+        // Runs over several default fields give per-token groups, which are added one by one.
         let Some(q) = q else {
             return Ok(());
         };
         let occur = self.cfg.operator_occur();
         match q {
-            Query::Boolean {
-                clauses: nested, ..
-            } => {
-                let all_terms = nested.iter().all(|c| matches!(c.query, Query::Term { .. }));
+            // Per-token groups (several default fields): each group becomes a clause.
+            Query::Boolean { clauses: nested, .. }
+                if !nested.iter().all(|c| matches!(c.query, Query::Term { .. })) =>
+            {
                 for c in nested {
-                    let c = if all_terms {
-                        c
-                    } else {
-                        Clause::new(occur, c.query)
-                    };
-                    clauses.push(c);
+                    clauses.push(Clause::new(occur, c.query));
                 }
             }
             other => clauses.push(Clause::new(occur, other)),
@@ -1900,15 +1899,38 @@ mod tests {
     }
 
     #[test]
+    fn multi_term_runs_nest_like_lucene_10_6() {
+        // Each rendering was produced by Lucene 10.6.0's classic QueryParser (default field
+        // body, operator OR, StandardAnalyzer) through bench/lucene's oracle command.
+        let cases = [
+            ("+energy oil gas coal", "+body:energy (body:oil body:gas body:coal)"),
+            ("oil gas -coal", "(body:oil body:gas) -body:coal"),
+            ("-coal oil gas", "-body:coal (body:oil body:gas)"),
+            ("oil gas AND coal", "body:oil +body:gas +body:coal"),
+            ("oil gas coal", "body:oil body:gas body:coal"),
+            ("x wi-fi", "body:x body:wi body:fi"),
+            ("x wi-fi -y", "(body:x body:wi body:fi) -body:y"),
+            ("title:x oil gas", "title:x (body:oil body:gas)"),
+            ("oil gas title:x", "(body:oil body:gas) title:x"),
+            ("(oil gas) coal", "(body:oil body:gas) body:coal"),
+            ("oil gas (coal)", "(body:oil body:gas) body:coal"),
+            ("a b \"c d\" e f", "(body:a body:b) body:\"c d\" (body:e body:f)"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parser().parse(input).unwrap().to_string(), want, "{input}");
+        }
+    }
+
+    #[test]
     fn term_runs_follow_lucene_multi_term_lookahead() {
         // A run of plain terms is analyzed as one text; it stops before a term followed by
-        // ':', '*', '~', '^', AND or OR.
+        // ':', '*', '~', '^', AND or OR. Expected strings checked against Lucene 10.6.0.
         assert_eq!(p("a b:c"), "body:a b:c");
-        assert_eq!(p("a wi-fi b^2"), "body:a body:wi body:fi (body:b)^2.0");
+        assert_eq!(p("a wi-fi b^2"), "(body:a body:wi body:fi) (body:b)^2.0");
         assert_eq!(p("x wi-fi AND y"), "body:x +(body:wi body:fi) +body:y");
         assert_eq!(p("a b AND c"), "body:a +body:b +body:c");
-        assert_eq!(p("x AND a b c"), "+body:x +body:a body:b body:c");
-        assert_eq!(p("-a wi-fi c"), "-body:a body:wi body:fi body:c");
+        assert_eq!(p("x AND a b c"), "+body:x +body:a (body:b body:c)");
+        assert_eq!(p("-a wi-fi c"), "-body:a (body:wi body:fi body:c)");
         assert_eq!(p("title:(wi-fi x)"), "title:wi title:fi title:x");
         assert_eq!(p("a b *:*"), "body:a body:b *:*");
         let q = parser().parse("a wi-fi").unwrap();

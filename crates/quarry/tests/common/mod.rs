@@ -43,7 +43,12 @@ pub fn build_reuters(dir: &Path, lines: &[String], threads: usize, kind: Directo
 
 /// Lines of the Lucene oracle: (stats, queries).
 pub fn oracle() -> (Value, Vec<Value>) {
-    let text = std::fs::read_to_string(root().join("tests/fixtures/lucene-reuters-oracle.jsonl")).unwrap();
+    oracle_file("lucene-reuters-oracle.jsonl")
+}
+
+/// Lines of an oracle file under tests/fixtures: (stats, queries).
+pub fn oracle_file(name: &str) -> (Value, Vec<Value>) {
+    let text = std::fs::read_to_string(root().join("tests/fixtures").join(name)).unwrap();
     let mut lines = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap());
     let stats = lines.next().unwrap();
     (stats, lines.collect())
