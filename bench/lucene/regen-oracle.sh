@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl from repo files only
+# (bundled corpus data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
+# tests/fixtures/reuters-queries-public.jsonl).
+#   bench/lucene/regen-oracle.sh            rewrite the fixture in place
+#   bench/lucene/regen-oracle.sh --check    write to a temp file and cmp against the fixture
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+if ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -qE 'version "(2[1-9]|[3-9][0-9])'; then
+  export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+fi
+fixture="$root/tests/fixtures/lucene-reuters-oracle.jsonl"
+mode="${1:-write}"
+
+mvn -q -f "$here/pom.xml" package >&2
+
+# The driver reads .zst itself (zstd-jni, falling back to the zstd CLI); decompress to a temp
+# file only if neither works: set LUCENE_ORACLE_PLAIN=1 to force that path.
+tmpdir="$(mktemp -d)"
+trap 'rm -rf "$tmpdir"' EXIT
+input="$root/data/reuters21578.jsonl.zst"
+if [[ "${LUCENE_ORACLE_PLAIN:-0}" == 1 ]]; then
+  zstd -dqc "$input" > "$tmpdir/reuters.jsonl"
+  input="$tmpdir/reuters.jsonl"
+fi
+
+out="$fixture"
+[[ "$mode" == "--check" ]] && out="$tmpdir/oracle.jsonl"
+
+"$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$here/target/lucene-bench.jar" oracle \
+  --input "$input" \
+  --queries-set "seed-queries=$here/seed-queries.jsonl" \
+  --queries-set "reuters-queries-public=$root/tests/fixtures/reuters-queries-public.jsonl" \
+  --out "$out"
+
+if [[ "$mode" == "--check" ]]; then
+  if cmp "$out" "$fixture"; then
+    echo "oracle: identical to $fixture" >&2
+  else
+    diff <(head -c 100000 "$out") <(head -c 100000 "$fixture") | head -20 >&2 || true
+    echo "oracle: DIFFERS from $fixture" >&2
+    exit 1
+  fi
+else
+  echo "oracle: wrote $out" >&2
+  (cd "$root" && git diff --stat -- tests/fixtures/lucene-reuters-oracle.jsonl) >&2 || true
+fi

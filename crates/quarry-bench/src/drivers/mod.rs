@@ -1,0 +1,287 @@
+//! How is one engine driven: the `driver <engine> <index|query|coldstart>` subcommands.
+//!
+//! The engine-specific parts (build documents, index, parse, search, read stored ids) live in one
+//! module per engine behind the [`SearchEngine`] trait; everything that decides *what is timed*
+//! is here, so the Rust drivers are measured identically. The Lucene driver (Java, in
+//! `bench/lucene/`) follows the same rules, written down in `bench/README.md`.
+
+pub mod tantivy;
+
+#[cfg(feature = "quarry-driver")]
+pub mod quarry;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+
+use crate::measure;
+use crate::protocol::{self, ColdstartRecord, IndexRecord, Mode, QueryRecord, QuerySpec, SourceDoc, TopHit};
+
+/// The driver subcommands (same names and flags as the Lucene jar).
+#[derive(Debug, Subcommand)]
+pub enum DriverCmd {
+    /// Index DOCS.jsonl into a new index at DIR and print one `index` record.
+    Index {
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Indexing memory budget per thread, MiB (Tantivy; quarry passes it on if it has one).
+        #[arg(long, default_value_t = 256)]
+        memory_mb: usize,
+    },
+    /// Run every query of Q.jsonl in every mode and print one `query` record per (query, mode).
+    Query {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long, default_value = "top10,top10_count,count")]
+        modes: String,
+        #[arg(long, default_value_t = 10)]
+        warmup: u64,
+        #[arg(long, default_value_t = 50)]
+        iters: u64,
+        /// Untimed round-robin passes over all (query, mode) pairs before any timing (as Lucene's).
+        #[arg(long, default_value_t = 10)]
+        global_warmup_rounds: u64,
+    },
+    /// Open the index, answer one query (top 10 with stored ids) and print a `coldstart` record.
+    Coldstart {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        query: String,
+    },
+}
+
+/// One engine as the drivers see it.
+pub trait SearchEngine: Sized {
+    const NAME: &'static str;
+    type Query;
+    /// A search outcome, before stored fields are read.
+    type Outcome;
+
+    fn version() -> String;
+    /// Builds engine documents from `docs`, indexes them into a new index at `dir`, commits and
+    /// waits for merges. Everything in here is timed.
+    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig>;
+    /// Number of segments of the committed index at `dir`.
+    fn segments(dir: &Path) -> Result<u64>;
+
+    /// Opens the committed index with the engine's default directory.
+    fn open(dir: &Path) -> Result<Self>;
+    fn parse(&self, query: &str) -> Result<Self::Query>;
+    fn search(&self, query: &Self::Query, mode: Mode) -> Result<Self::Outcome>;
+    /// (hits, exact?)
+    fn hits(outcome: &Self::Outcome) -> (u64, bool);
+    /// Top hits with their stored `id`, in rank order.
+    fn top(&self, outcome: &Self::Outcome) -> Result<Vec<TopHit>>;
+}
+
+/// What an engine says about how it indexed.
+pub struct IndexConfig {
+    pub description: String,
+}
+
+pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
+    match cmd {
+        DriverCmd::Index { input, index, threads, memory_mb } => {
+            let rec = index_cmd::<E>(&input, &index, threads, memory_mb)?;
+            protocol::emit(&rec)
+        }
+        DriverCmd::Query { index, queries, modes, warmup, iters, global_warmup_rounds } => {
+            query_cmd::<E>(&index, &queries, &Mode::parse_list(&modes)?, warmup, iters, global_warmup_rounds)
+        }
+        DriverCmd::Coldstart { index, query } => {
+            let rec = coldstart_cmd::<E>(&index, &query)?;
+            protocol::emit(&rec)
+        }
+    }
+}
+
+/// Reads a JSON-lines corpus fully into memory.
+pub fn load_docs(path: &Path) -> Result<Vec<SourceDoc>> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening corpus {}", path.display()))?;
+    let mut docs = Vec::new();
+    for (n, line) in std::io::BufReader::with_capacity(1 << 20, file).lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let doc: SourceDoc = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{}: not a {{id,title,body}} document", path.display(), n + 1))?;
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+pub fn load_queries(path: &Path) -> Result<Vec<QuerySpec>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(n, l)| {
+            serde_json::from_str(l).with_context(|| format!("{}:{}: not a {{query,class}} line", path.display(), n + 1))
+        })
+        .collect()
+}
+
+fn index_cmd<E: SearchEngine>(input: &Path, dir: &Path, threads: usize, memory_mb: usize) -> Result<IndexRecord> {
+    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+    if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
+        anyhow::bail!("index directory {} is not empty; the driver only builds fresh indexes", dir.display());
+    }
+    std::fs::create_dir_all(dir)?;
+    // Untimed: read and parse the whole corpus into memory.
+    let docs = load_docs(input)?;
+    let n = docs.len() as u64;
+    let rss_before = measure::rss_bytes();
+
+    // Timed: writer creation, building engine documents from the in-memory records, adding them,
+    // the commit, and waiting for merges (the same span as the Lucene driver's).
+    let start = Instant::now();
+    let config = E::index(dir, docs, threads, memory_mb)?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    Ok(IndexRecord {
+        engine: E::NAME.into(),
+        op: "index".into(),
+        threads,
+        docs: n,
+        seconds,
+        docs_per_sec: n as f64 / seconds,
+        index_bytes: measure::dir_bytes(dir),
+        segments: E::segments(dir)?,
+        peak_rss_bytes: measure::peak_rss_bytes(),
+        timed: "writer creation + building engine documents from pre-loaded records + add_document + commit + \
+                wait for merges; excluded: reading and parsing the JSONL corpus"
+            .into(),
+        rss_before_timing_bytes: Some(rss_before),
+        config: Some(config.description),
+        version: Some(E::version()),
+    })
+}
+
+fn query_cmd<E: SearchEngine>(
+    dir: &Path,
+    queries: &Path,
+    modes: &[Mode],
+    warmup: u64,
+    iters: u64,
+    global_rounds: u64,
+) -> Result<()> {
+    anyhow::ensure!(iters >= 1, "--iters must be at least 1");
+    let specs = load_queries(queries)?;
+    let engine = E::open(dir)?;
+    let parsed: Vec<Result<E::Query>> = specs.iter().map(|s| engine.parse(&s.query)).collect();
+    let t = Instant::now();
+    for _ in 0..global_rounds {
+        for q in parsed.iter().flatten() {
+            for &mode in modes {
+                let _ = std::hint::black_box(engine.search(q, mode));
+            }
+        }
+    }
+    eprintln!("[{}] global warm-up: {global_rounds} rounds in {:.2} s", E::NAME, t.elapsed().as_secs_f64());
+    for (spec, parsed) in specs.iter().zip(&parsed) {
+        for &mode in modes {
+            let rec = match parsed {
+                Ok(q) => match time_query(&engine, q, mode, warmup, iters) {
+                    Ok(rec) => rec,
+                    Err(e) => error_record::<E>(spec, mode, format!("{e:#}")),
+                },
+                Err(e) => error_record::<E>(spec, mode, format!("parse: {e:#}")),
+            };
+            let rec = QueryRecord { query: spec.query.clone(), class: spec.class.clone(), name: spec.name.clone(), ..rec };
+            protocol::emit(&rec)?;
+        }
+    }
+    Ok(())
+}
+
+fn error_record<E: SearchEngine>(spec: &QuerySpec, mode: Mode, error: String) -> QueryRecord {
+    QueryRecord {
+        engine: E::NAME.into(),
+        op: "query".into(),
+        query: spec.query.clone(),
+        class: spec.class.clone(),
+        name: spec.name.clone(),
+        mode: mode.as_str().into(),
+        hits: 0,
+        hits_relation: String::new(),
+        p50_us: 0.0,
+        p90_us: 0.0,
+        p99_us: 0.0,
+        mean_us: 0.0,
+        min_us: 0.0,
+        iters: 0,
+        warmup: 0,
+        top: Vec::new(),
+        error: Some(error),
+    }
+}
+
+/// Warm-up, then `iters` timed repetitions of `search` alone (parsing happened before; stored
+/// fields of the top hits are read once afterwards, untimed).
+fn time_query<E: SearchEngine>(engine: &E, q: &E::Query, mode: Mode, warmup: u64, iters: u64) -> Result<QueryRecord> {
+    for _ in 0..warmup {
+        std::hint::black_box(engine.search(q, mode)?);
+    }
+    let mut samples = Vec::with_capacity(iters as usize);
+    let mut last = None;
+    for _ in 0..iters {
+        let t = Instant::now();
+        let out = engine.search(q, mode)?;
+        samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        last = Some(std::hint::black_box(out));
+    }
+    let out = last.expect("iters >= 1");
+    let (hits, exact) = E::hits(&out);
+    let top = if mode == Mode::Count { Vec::new() } else { engine.top(&out)? };
+    let s = measure::summarize(&mut samples);
+    Ok(QueryRecord {
+        engine: E::NAME.into(),
+        op: "query".into(),
+        query: String::new(),
+        class: String::new(),
+        name: None,
+        mode: mode.as_str().into(),
+        hits,
+        hits_relation: if exact { "eq" } else { "gte" }.into(),
+        p50_us: s.p50,
+        p90_us: s.p90,
+        p99_us: s.p99,
+        mean_us: s.mean,
+        min_us: s.min,
+        iters,
+        warmup,
+        top,
+        error: None,
+    })
+}
+
+/// Open -> parse -> top-10 search -> stored ids of the hits, all timed as one span.
+fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<ColdstartRecord> {
+    let start = Instant::now();
+    let engine = E::open(dir)?;
+    let q = engine.parse(query)?;
+    let out = engine.search(&q, Mode::Top10)?;
+    let top = engine.top(&out)?;
+    let us = start.elapsed().as_nanos() as f64 / 1000.0;
+    std::hint::black_box(&top);
+    Ok(ColdstartRecord {
+        engine: E::NAME.into(),
+        op: "coldstart".into(),
+        open_to_first_result_us: us,
+        process_start_to_first_result_us: None,
+        peak_rss_bytes: measure::peak_rss_bytes(),
+        major_faults: measure::major_faults(),
+        hits: E::hits(&out).0,
+    })
+}

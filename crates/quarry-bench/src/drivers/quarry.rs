@@ -1,0 +1,101 @@
+//! How is quarry driven: the same schema, modes and timing as the other drivers, through the
+//! engine's public API (`crates/quarry`).
+//!
+//! Built only with `--features quarry-driver`, so that the suite builds and runs (Tantivy, Lucene)
+//! while the engine's API is still being written. Schema: `id` integer (stored), `title` and `body`
+//! text, stored, with quarry's standard analyzer. Queries: `searcher.parse_query(q, &["body"])`
+//! (Lucene classic syntax, default OR). Modes map to `SearchMode::{Top, TopCount, Count}`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use quarry::query::Query;
+use quarry::{Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult, Searcher, WriterOptions};
+
+use super::{IndexConfig, SearchEngine};
+use crate::protocol::{Mode, SourceDoc, TopHit};
+
+pub struct Quarry {
+    searcher: Searcher,
+}
+
+fn schema() -> Schema {
+    Schema::builder().integer("id").text("title", true).text("body", true).build()
+}
+
+fn mode(m: Mode) -> SearchMode {
+    match m {
+        Mode::Top10 => SearchMode::Top,
+        Mode::Top10Count => SearchMode::TopCount,
+        Mode::Count => SearchMode::Count,
+    }
+}
+
+impl SearchEngine for Quarry {
+    const NAME: &'static str = "quarry";
+    type Query = Query;
+    type Outcome = SearchResult;
+
+    fn version() -> String {
+        format!("quarry {} (this checkout)", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig> {
+        let schema = schema();
+        // The budget is shared by the threads: give the same memory per thread as Tantivy gets.
+        let opts = WriterOptions { threads, ram_budget_bytes: (memory_mb * threads) << 20, ..Default::default() };
+        let policy = format!("{:?}", opts.merge_policy);
+        let mut writer = IndexWriter::create(dir, schema.clone(), opts)?;
+        for src in docs {
+            let mut doc = Document::new();
+            doc.add(&schema, "id", FieldValue::Int(src.id as i64))?;
+            doc.add(&schema, "title", FieldValue::Str(src.title))?;
+            doc.add(&schema, "body", FieldValue::Str(src.body))?;
+            writer.add_document(doc)?;
+        }
+        let stats = writer.commit()?;
+        drop(writer);
+        Ok(IndexConfig {
+            description: format!(
+                "{threads} indexing thread(s), RAM budget {} MiB shared by the threads, merge policy {policy}, \
+                 mmap directory, one commit at the end ({} merge(s) during commit)",
+                memory_mb * threads,
+                stats.merges
+            ),
+        })
+    }
+
+    fn segments(dir: &Path) -> Result<u64> {
+        Ok(Index::open(dir)?.segment_count() as u64)
+    }
+
+    fn open(dir: &Path) -> Result<Self> {
+        let index = Index::open(dir).with_context(|| format!("opening quarry index {}", dir.display()))?;
+        Ok(Quarry { searcher: index.searcher() })
+    }
+
+    fn parse(&self, query: &str) -> Result<Query> {
+        Ok(self.searcher.parse_query(query, &["body"])?)
+    }
+
+    fn search(&self, query: &Query, m: Mode) -> Result<SearchResult> {
+        Ok(self.searcher.search(query, 10, mode(m))?)
+    }
+
+    fn hits(outcome: &SearchResult) -> (u64, bool) {
+        (outcome.total_hits, outcome.hits_exact)
+    }
+
+    fn top(&self, outcome: &SearchResult) -> Result<Vec<TopHit>> {
+        let searcher = &self.searcher;
+        outcome
+            .top
+            .iter()
+            .map(|hit| {
+                let fields = searcher.stored_fields(hit.doc)?;
+                let id = fields.get("id").cloned().context("stored id missing")?;
+                Ok(TopHit { id, score: hit.score as f64 })
+            })
+            .collect()
+    }
+}

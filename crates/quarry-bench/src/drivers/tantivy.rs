@@ -1,0 +1,131 @@
+//! How is Tantivy driven: schema, writer settings, query parser and collectors for each mode.
+//!
+//! Schema: `id` u64 STORED, `title` and `body` TEXT | STORED with Tantivy's `default` tokenizer
+//! (split on non-alphanumeric characters, drop tokens longer than 40 bytes, lowercase; no stop
+//! words, no stemming). Queries: `QueryParser::for_index(&index, vec![body])`, default OR.
+//! Modes: top10 = `TopDocs::with_limit(10).order_by_score()` (Block-WAND: the number of matches
+//! is not computed, so `hits` is the number of returned docs, relation "gte" when it is 10);
+//! top10_count = `(TopDocs, Count)` (exhaustive); count = `Count`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{Query, QueryParser};
+use tantivy::schema::{Field, Schema, Value, STORED, TEXT};
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Score, TantivyDocument};
+
+use super::{IndexConfig, SearchEngine};
+use crate::protocol::{Mode, SourceDoc, TopHit};
+
+pub struct Tantivy {
+    index: Index,
+    reader: IndexReader,
+    parser: QueryParser,
+    id: Field,
+}
+
+pub struct Outcome {
+    top: Vec<(Score, DocAddress)>,
+    hits: u64,
+    exact: bool,
+}
+
+fn schema() -> (Schema, Field, Field, Field) {
+    let mut b = Schema::builder();
+    let id = b.add_u64_field("id", STORED);
+    let title = b.add_text_field("title", TEXT | STORED);
+    let body = b.add_text_field("body", TEXT | STORED);
+    (b.build(), id, title, body)
+}
+
+/// The version of the `tantivy` crate we were built with (from Cargo.lock via the crate itself).
+const TANTIVY_VERSION: &str = "0.27";
+
+impl SearchEngine for Tantivy {
+    const NAME: &'static str = "tantivy";
+    type Query = Box<dyn Query>;
+    type Outcome = Outcome;
+
+    fn version() -> String {
+        format!("{} (crate {TANTIVY_VERSION})", tantivy::version_string())
+    }
+
+    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig> {
+        let (schema, id, title, body) = schema();
+        let index = Index::create_in_dir(dir, schema)?;
+        let budget = memory_mb * threads * 1024 * 1024;
+        let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, budget)?;
+        for src in docs {
+            let mut doc = TantivyDocument::new();
+            doc.add_u64(id, src.id);
+            doc.add_text(title, &src.title);
+            doc.add_text(body, &src.body);
+            writer.add_document(doc)?;
+        }
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        Ok(IndexConfig {
+            description: format!(
+                "{threads} indexing thread(s), memory budget {memory_mb} MiB per thread, default LogMergePolicy, \
+                 one commit at the end, then wait_merging_threads"
+            ),
+        })
+    }
+
+    fn segments(dir: &Path) -> Result<u64> {
+        let index = Index::open_in_dir(dir)?;
+        Ok(index.searchable_segment_ids()?.len() as u64)
+    }
+
+    fn open(dir: &Path) -> Result<Self> {
+        let index = Index::open_in_dir(dir).with_context(|| format!("opening tantivy index {}", dir.display()))?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let schema = index.schema();
+        let body = schema.get_field("body")?;
+        let id = schema.get_field("id")?;
+        let parser = QueryParser::for_index(&index, vec![body]);
+        Ok(Tantivy { index, reader, parser, id })
+    }
+
+    fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
+        let _ = &self.index;
+        Ok(self.parser.parse_query(query)?)
+    }
+
+    fn search(&self, query: &Box<dyn Query>, mode: Mode) -> Result<Outcome> {
+        let searcher = self.reader.searcher();
+        Ok(match mode {
+            Mode::Top10 => {
+                let top = searcher.search(query, &TopDocs::with_limit(10).order_by_score())?;
+                let n = top.len() as u64;
+                Outcome { top, hits: n, exact: n < 10 }
+            }
+            Mode::Top10Count => {
+                let (top, count) = searcher.search(query, &(TopDocs::with_limit(10).order_by_score(), Count))?;
+                Outcome { top, hits: count as u64, exact: true }
+            }
+            Mode::Count => {
+                let count = searcher.search(query, &Count)?;
+                Outcome { top: Vec::new(), hits: count as u64, exact: true }
+            }
+        })
+    }
+
+    fn hits(outcome: &Outcome) -> (u64, bool) {
+        (outcome.hits, outcome.exact)
+    }
+
+    fn top(&self, outcome: &Outcome) -> Result<Vec<TopHit>> {
+        let searcher = self.reader.searcher();
+        outcome
+            .top
+            .iter()
+            .map(|&(score, addr)| {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                let id = doc.get_first(self.id).and_then(|v| v.as_u64()).context("stored id missing")?;
+                Ok(TopHit { id: id.into(), score: score as f64 })
+            })
+            .collect()
+    }
+}

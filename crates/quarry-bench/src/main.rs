@@ -1,0 +1,92 @@
+//! quarry-bench: side-by-side benchmarks of quarry, Lucene and Tantivy.
+//!
+//! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
+//! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
+//! by `run`, usable by hand). See `bench/README.md`.
+
+mod charts;
+mod drivers;
+mod measure;
+mod orchestrator;
+mod protocol;
+mod report;
+mod workload;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "quarry-bench", about = "Benchmarks quarry against Lucene and Tantivy, side by side")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run the suite: prepare data, index, query, cold start, write JSON + Markdown + PNG charts.
+    Run(orchestrator::RunArgs),
+    /// Prepare a workload's corpus and queries under bench/results/tmp/ and print their paths.
+    Prepare(orchestrator::PrepareArgs),
+    /// Re-render the Markdown report and charts from a results JSON file.
+    Report {
+        /// bench/results/<date>-<workload>.json
+        json: std::path::PathBuf,
+    },
+    /// Run one engine's driver (the orchestrator spawns these).
+    Driver {
+        #[command(subcommand)]
+        engine: Engine,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Engine {
+    /// Tantivy (crates.io), linked into this binary.
+    Tantivy {
+        #[command(subcommand)]
+        cmd: drivers::DriverCmd,
+    },
+    /// quarry (crates/quarry), linked into this binary (default feature `quarry-driver`).
+    Quarry {
+        #[command(subcommand)]
+        cmd: drivers::DriverCmd,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    match real_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(args) => orchestrator::run(args),
+        Cmd::Prepare(args) => orchestrator::prepare(args),
+        Cmd::Report { json } => report::rerender(&json),
+        Cmd::Driver { engine: Engine::Tantivy { cmd } } => drivers::run::<drivers::tantivy::Tantivy>(cmd),
+        Cmd::Driver { engine: Engine::Quarry { cmd } } => run_quarry(cmd),
+    }
+}
+
+#[cfg(feature = "quarry-driver")]
+fn run_quarry(cmd: drivers::DriverCmd) -> Result<()> {
+    drivers::run::<drivers::quarry::Quarry>(cmd)
+}
+
+#[cfg(not(feature = "quarry-driver"))]
+fn run_quarry(_cmd: drivers::DriverCmd) -> Result<()> {
+    anyhow::bail!(
+        "this quarry-bench was built without the quarry driver (`--no-default-features`); rebuild \
+         with the default features"
+    )
+}
+
+/// Whether this binary can drive quarry.
+pub const QUARRY_DRIVER: bool = cfg!(feature = "quarry-driver");

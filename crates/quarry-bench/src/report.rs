@@ -1,0 +1,635 @@
+//! What do the numbers say: the Markdown report and its charts, computed from the results JSON.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::charts::{self, Series};
+use crate::measure::{geomean, mean, median};
+use crate::workload::CLASSES;
+
+const ENGINE_ORDER: [&str; 3] = ["quarry", "tantivy", "lucene"];
+const MODES: [&str; 3] = ["top10", "top10_count", "count"];
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn arr<'a>(results: &'a Value, key: &str) -> &'a [Value] {
+    results[key].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+}
+
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        "–".into()
+    } else if v >= 1000.0 {
+        let s = format!("{v:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Engines with any record, in report order.
+fn engines_present(results: &Value) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for key in ["index", "query", "coldstart"] {
+        for r in arr(results, key) {
+            let e = s(&r["engine"]);
+            if !seen.contains(&e) {
+                seen.push(e);
+            }
+        }
+    }
+    seen.sort_by_key(|e| ENGINE_ORDER.iter().position(|o| o == e).unwrap_or(99));
+    seen
+}
+
+fn pairs(engines: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, a) in engines.iter().enumerate() {
+        for b in &engines[i + 1..] {
+            out.push((a.clone(), b.clone()));
+        }
+    }
+    out
+}
+
+pub fn rerender(json: &Path) -> Result<()> {
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(json)?)
+        .with_context(|| format!("parsing {}", json.display()))?;
+    let out_dir = json.parent().unwrap_or(Path::new("."));
+    let stem = json.file_stem().and_then(|s| s.to_str()).context("bad file name")?;
+    let md = write_all(&results, out_dir, stem)?;
+    eprintln!("wrote {}", md.display());
+    Ok(())
+}
+
+/// Writes `<stem>.md` and the `<stem>-*.png` charts; returns the Markdown path.
+pub fn write_all(results: &Value, out_dir: &Path, stem: &str) -> Result<PathBuf> {
+    let engines = engines_present(results);
+    let mut md = String::new();
+    let meta = &results["meta"];
+    let w = s(&meta["workload"]).to_uppercase();
+    let quick = meta["settings"]["quick"].as_bool().unwrap_or(false);
+    writeln!(md, "# quarry benchmark: {w}, {}{}\n", s(&meta["date"]), if quick { " (--quick smoke run)" } else { "" })?;
+    if quick {
+        writeln!(
+            md,
+            "> **Smoke run.** `--quick` uses one indexing run and few query iterations{}; \
+             its numbers show that the suite works, not how fast anything is.\n",
+            if meta["workload"] == "w2" { " and a subsample of W2" } else { "" }
+        )?;
+    }
+    setup_section(&mut md, results)?;
+    timing_section(&mut md, results)?;
+    index_section(&mut md, results, &engines, out_dir, stem)?;
+    query_section(&mut md, results, &engines, out_dir, stem)?;
+    coldstart_section(&mut md, results, &engines, out_dir, stem)?;
+    detail_section(&mut md, results, &engines)?;
+    let errors = arr(results, "errors");
+    if !errors.is_empty() {
+        writeln!(md, "## Errors\n")?;
+        for e in errors {
+            writeln!(md, "- **{}**: {}", s(&e["engine"]), s(&e["error"]).replace('\n', " "))?;
+        }
+        writeln!(md)?;
+    }
+    let path = out_dir.join(format!("{stem}.md"));
+    std::fs::write(&path, md)?;
+    Ok(path)
+}
+
+fn setup_section(md: &mut String, results: &Value) -> Result<()> {
+    let meta = &results["meta"];
+    let st = &meta["settings"];
+    writeln!(md, "## Setup\n")?;
+    writeln!(md, "- Workload: {}", s(&meta["description"]))?;
+    let mem_kb: f64 = s(&meta["machine"]["memory"]).split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    writeln!(
+        md,
+        "- Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; load average (1/5/15 min) {} at the start, {} at the end",
+        s(&meta["machine"]["cpu"]),
+        s(&meta["machine"]["cores"]),
+        mem_kb / (1024.0 * 1024.0),
+        s(&meta["machine"]["kernel"]),
+        s(&meta["loadavg_start"]),
+        s(&meta["loadavg_end"]),
+    )?;
+    writeln!(
+        md,
+        "- quarry commit: `{}`{}; total run time {:.0} s",
+        s(&meta["git_commit"]),
+        if meta["git_dirty"] == true { " with uncommitted changes" } else { "" },
+        f(&meta["total_seconds"])
+    )?;
+    if let Some(engs) = meta["engines"].as_object() {
+        for (name, st) in engs {
+            let version = arr(results, "index")
+                .iter()
+                .find(|r| r["engine"] == name.as_str())
+                .map(|r| s(&r["version"]))
+                .filter(|v| !v.is_empty())
+                .or_else(|| Some(s(&st["version"])).filter(|v| !v.is_empty()))
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default();
+            match s(&st["status"]).as_str() {
+                "ran" => writeln!(md, "- Engine **{name}**{version}: ran")?,
+                _ => writeln!(md, "- Engine **{name}**: {}", s(&st["reason"]))?,
+            }
+        }
+    }
+    writeln!(
+        md,
+        "- Settings: {} fresh indexing run(s) per engine and thread count ({} threads), indexing memory {} MiB \
+         per thread; {} untimed round-robin pass(es) over all (query, mode) pairs, then per (query, mode) {} \
+         warm-up + {} timed iterations; {} cold-start process(es) per cache state",
+        s(&st["index_runs"]),
+        st["threads"].as_array().map(|a| a.iter().map(s).collect::<Vec<_>>().join(" and ")).unwrap_or_default(),
+        s(&st["memory_mb_per_thread"]),
+        s(&st["global_warmup_rounds"]),
+        s(&st["warmup"]),
+        s(&st["iters"]),
+        s(&st["coldstart_runs"])
+    )?;
+    writeln!(md, "- Rust drivers: {}\n", s(&meta["allocator"]))?;
+    Ok(())
+}
+
+fn timing_section(md: &mut String, results: &Value) -> Result<()> {
+    let meta = &results["meta"];
+    writeln!(md, "## What was timed, and what was not\n")?;
+    writeln!(
+        md,
+        "- **Indexing** (`docs/s`): each run is a fresh driver process writing into a fresh directory. \
+         Before the timer: reading and parsing the JSON-lines corpus into in-memory records (id, title, \
+         body). Timed: creating the writer, turning each record into the engine's document, adding it, \
+         the single final commit and waiting for merges to finish (Lucene: `IndexWriter.close`). `index bytes` is the size of all files in the index directory after \
+         that; `peak RSS` is the driver's VmHWM (it includes the pre-loaded corpus; the RSS before the \
+         timer is shown next to it)."
+    )?;
+    writeln!(
+        md,
+        "- **Queries**: one driver process per engine, single-threaded, on the committed index built with \
+         1 thread (last run), opened with the engine's default directory (memory-mapped files for all three). \
+         Per (query, mode): the query is parsed once (untimed), then run {} times untimed (warm-up) and {} \
+         times timed; each sample times the search call alone (collector included, stored fields not). \
+         Percentiles are nearest-rank over the sorted samples. The stored `id`s of the top hits are read once \
+         afterwards, untimed. Modes: `top10` = the 10 best by BM25, engines may skip non-competitive \
+         documents (hit count is then a lower bound, `gte`); `top10_count` = the 10 best plus the exact \
+         count; `count` = exact count only. Aggregates use each query's p50 and only queries that every \
+         engine ran without error.",
+        s(&meta["settings"]["warmup"]),
+        s(&meta["settings"]["iters"])
+    )?;
+    writeln!(
+        md,
+        "- **Cold start**: a fresh driver process opens the index and answers `{}` (top 10, with the stored \
+         ids of the hits). *spawn → first result* is measured by the orchestrator from just before `spawn` to \
+         the arrival of the result line (it includes process start-up: the JVM for Lucene); *open → first \
+         result* is measured inside the driver. `warm` = every index file read just before (in the page \
+         cache); `evicted` = fsync + `posix_fadvise(POSIX_FADV_DONTNEED)` on every index file just before, \
+         checked with `mincore` (resident bytes shown). Only index files are evicted, not the driver \
+         binary or the JVM. Peak RSS and major faults come from `wait4` on the child.",
+        s(&meta["coldstart_query"])
+    )?;
+    writeln!(
+        md,
+        "- **Not timed anywhere**: corpus preparation (decompression, Wikipedia-to-JSONL conversion), \
+         process start-up for indexing and query runs, JVM start-up except in *spawn → first result*.\n"
+    )?;
+    writeln!(md, "**Analyzers.** Each engine uses its standard analyzer and BM25 defaults (k1 = 1.2, b = 0.75), no stop words, no stemming:")?;
+    writeln!(
+        md,
+        "Lucene's `StandardAnalyzer` (UAX#29 word boundaries, lowercase, tokens longer than 255 chars split); \
+         Tantivy's `default` tokenizer (splits on every non-alphanumeric character, so `U.S.` gives `u`, `s` and \
+         `don't` gives `don`, `t`; drops tokens longer than 40 bytes; lowercase); quarry's analyzer (UAX#29 + \
+         lowercase, modelled on Lucene's). Hit counts therefore differ slightly between Tantivy and the other \
+         two; see the agreement table below. Lucene encodes document length in a one-byte norm; so do quarry \
+         and Tantivy (fieldnorm), with different tables.\n"
+    )?;
+    Ok(())
+}
+
+fn index_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+    let recs = arr(results, "index");
+    if recs.is_empty() {
+        return Ok(());
+    }
+    writeln!(md, "## Indexing\n")?;
+    writeln!(md, "| engine | threads | runs | best docs/s | median docs/s | median s | index bytes | bytes/doc | segments | peak RSS | RSS before timer |")?;
+    writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    let mut groups: BTreeMap<(usize, usize), Vec<&Value>> = BTreeMap::new();
+    for r in recs {
+        let e = engines.iter().position(|x| *x == s(&r["engine"])).unwrap_or(99);
+        groups.entry((r["threads"].as_u64().unwrap_or(0) as usize, e)).or_default().push(r);
+    }
+    let threads: Vec<usize> = {
+        let mut t: Vec<usize> = groups.keys().map(|k| k.0).collect();
+        t.dedup();
+        t
+    };
+    let mut best: HashMap<(usize, String), f64> = HashMap::new();
+    let mut configs = Vec::new();
+    for ((t, e), rs) in &groups {
+        let engine = engines.get(*e).cloned().unwrap_or_default();
+        let dps: Vec<f64> = rs.iter().map(|r| f(&r["docs_per_sec"])).collect();
+        let secs: Vec<f64> = rs.iter().map(|r| f(&r["seconds"])).collect();
+        let last = rs.last().expect("non-empty");
+        let b = dps.iter().cloned().fold(f64::MIN, f64::max);
+        best.insert((*t, engine.clone()), b);
+        let docs = f(&last["docs"]);
+        let bytes = f(&last["index_bytes"]);
+        let peak = rs.iter().map(|r| f(&r["peak_rss_bytes"])).fold(0.0, f64::max);
+        let before = rs.iter().map(|r| f(&r["rss_before_timing_bytes"])).fold(f64::NAN, f64::min);
+        writeln!(
+            md,
+            "| {engine} | {t} | {} | {} | {} | {:.2} | {} | {:.0} | {} | {} | {} |",
+            rs.len(),
+            num(b),
+            num(median(&dps)),
+            median(&secs),
+            num(bytes),
+            bytes / docs,
+            s(&last["segments"]),
+            mib(peak),
+            if before.is_nan() { "–".into() } else { mib(before) }
+        )?;
+        let mut c = s(&last["config"]);
+        if c.is_empty() && !last["ram_buffer_mb"].is_null() {
+            c = format!("IndexWriterConfig defaults, RAM buffer {} MB", s(&last["ram_buffer_mb"]));
+        }
+        configs.push((format!("{engine}, {t} thread(s)"), format!("{c}; timed: {}", s(&last["timed"]))));
+    }
+    writeln!(md)?;
+    for (e, c) in &configs {
+        writeln!(md, "- {e}: {c}")?;
+    }
+    if engines.iter().any(|e| e == "lucene") {
+        writeln!(
+            md,
+            "- Every run is a fresh process, so Lucene's figures include the JIT compiling the indexing code; \
+             on a small corpus (W1) that is a large part of the time, on W2 much less."
+        )?;
+    }
+    writeln!(md)?;
+    let groups_lbl: Vec<String> = threads.iter().map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" })).collect();
+    let series: Vec<Series> = engines
+        .iter()
+        .map(|e| Series { name: e.clone(), values: threads.iter().map(|t| best.get(&(*t, e.clone())).copied()).collect() })
+        .collect();
+    let png = format!("{stem}-indexing.png");
+    match charts::grouped_bars(&out_dir.join(&png), "Indexing throughput (best run, docs/s, higher is better)", "docs/s", &groups_lbl, &series, false) {
+        Ok(()) => writeln!(md, "![indexing throughput]({png})\n")?,
+        Err(e) => writeln!(md, "(indexing chart not drawn: {e:#})\n")?,
+    }
+    Ok(())
+}
+
+/// (mode, query) -> engine -> record, for records without error.
+type Cells<'a> = BTreeMap<(String, String), HashMap<String, &'a Value>>;
+
+fn cells<'a>(results: &'a Value) -> (Cells<'a>, Vec<(String, String)>) {
+    let mut cells: Cells = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new(); // (query, class) in first-seen order
+    for r in arr(results, "query") {
+        let q = s(&r["query"]);
+        if !order.iter().any(|(oq, _)| *oq == q) {
+            order.push((q.clone(), s(&r["class"])));
+        }
+        if r.get("error").is_some_and(|e| !e.is_null()) {
+            continue;
+        }
+        cells.entry((s(&r["mode"]), q)).or_default().insert(s(&r["engine"]), r);
+    }
+    (cells, order)
+}
+
+fn query_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+    if arr(results, "query").is_empty() {
+        return Ok(());
+    }
+    let (cells, order) = cells(results);
+    let class_of: HashMap<&str, &str> = order.iter().map(|(q, c)| (q.as_str(), c.as_str())).collect();
+    writeln!(md, "## Queries\n")?;
+    writeln!(md, "Per class: number of queries, the mean and geometric mean over queries of each engine's p50 latency (µs), and ratios. \
+                  *mean ratio* = mean(A) / mean(B); *geo ratio* = geometric mean over queries of p50(A) / p50(B). Below 1 means A is faster.\n")?;
+    let mut fastest_lines = Vec::new();
+    for mode in MODES {
+        let mut per_class: BTreeMap<usize, (String, HashMap<String, Vec<f64>>)> = BTreeMap::new();
+        for ((m, q), by_engine) in &cells {
+            if m != mode || engines.iter().any(|e| !by_engine.contains_key(e)) {
+                continue;
+            }
+            let class = class_of.get(q.as_str()).copied().unwrap_or("mixed");
+            let ci = CLASSES.iter().position(|c| *c == class).unwrap_or(CLASSES.len());
+            let entry = per_class.entry(ci).or_insert_with(|| (class.to_string(), HashMap::new()));
+            for e in engines {
+                entry.1.entry(e.clone()).or_default().push(f(&by_engine[e]["p50_us"]));
+            }
+        }
+        if per_class.is_empty() {
+            continue;
+        }
+        writeln!(md, "### Mode `{mode}`\n")?;
+        let mut header = "| class | n |".to_string();
+        let mut sep = "|---|---:|".to_string();
+        for e in engines {
+            write!(header, " {e} mean µs | {e} geomean µs |")?;
+            sep.push_str("---:|---:|");
+        }
+        for (a, b) in pairs(engines) {
+            write!(header, " {a}/{b} mean ratio | {a}/{b} geo ratio |")?;
+            sep.push_str("---:|---:|");
+        }
+        writeln!(md, "{header}\n{sep}")?;
+        let mut chart_groups = Vec::new();
+        let mut chart_vals: HashMap<String, Vec<Option<f64>>> = HashMap::new();
+        for (class, lat) in per_class.values() {
+            let n = lat.values().next().map(Vec::len).unwrap_or(0);
+            let mut row = format!("| {class} | {n} |");
+            for e in engines {
+                write!(row, " {} | {} |", num(mean(&lat[e])), num(geomean(&lat[e])))?;
+            }
+            for (a, b) in pairs(engines) {
+                let ratios: Vec<f64> = lat[&a].iter().zip(&lat[&b]).map(|(x, y)| x / y).collect();
+                write!(row, " {:.2} | {:.2} |", mean(&lat[&a]) / mean(&lat[&b]), geomean(&ratios))?;
+            }
+            writeln!(md, "{row}")?;
+            chart_groups.push(class.clone());
+            for e in engines {
+                chart_vals.entry(e.clone()).or_default().push(Some(geomean(&lat[e])));
+            }
+            if engines.len() > 1 {
+                let mut ranked: Vec<(f64, &String)> = engines.iter().map(|e| (geomean(&lat[e]), e)).collect();
+                ranked.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+                let others = ranked[1..]
+                    .iter()
+                    .map(|(g, e)| format!("{:.2}× faster than {e}", g / ranked[0].0))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                fastest_lines.push(format!("- `{mode}` / {class} ({n} queries): **{}** is fastest, {others} (geomean p50).", ranked[0].1));
+            }
+        }
+        writeln!(md)?;
+        let series: Vec<Series> =
+            engines.iter().map(|e| Series { name: e.clone(), values: chart_vals.remove(e).unwrap_or_default() }).collect();
+        let png = format!("{stem}-latency-{mode}.png");
+        let title = format!("Query latency, mode {mode}: geometric mean of p50 per class (µs, log scale, lower is better)");
+        match charts::grouped_bars(&out_dir.join(&png), &title, "µs", &chart_groups, &series, true) {
+            Ok(()) => writeln!(md, "![latency {mode}]({png})\n")?,
+            Err(e) => writeln!(md, "(chart not drawn: {e:#})\n")?,
+        }
+    }
+    if !fastest_lines.is_empty() {
+        writeln!(md, "### Fastest engine per class\n")?;
+        for l in fastest_lines {
+            writeln!(md, "{l}")?;
+        }
+        writeln!(md)?;
+    }
+    agreement_section(md, &cells, engines)?;
+    Ok(())
+}
+
+fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Result<()> {
+    if engines.len() < 2 {
+        return Ok(());
+    }
+    writeln!(md, "### Do the engines agree?\n")?;
+    writeln!(md, "Exact hit counts (mode `count`) and overlap of the top-10 ids (mode `top10_count`) between engines, over queries both ran.\n")?;
+    writeln!(md, "| pair | queries | same count | mean top-10 overlap |")?;
+    writeln!(md, "|---|---:|---:|---:|")?;
+    let mut mismatches = Vec::new();
+    for (a, b) in pairs(engines) {
+        let (mut n, mut same) = (0, 0);
+        for ((m, q), by) in cells {
+            if m != "count" {
+                continue;
+            }
+            if let (Some(x), Some(y)) = (by.get(&a), by.get(&b)) {
+                n += 1;
+                if x["hits"] == y["hits"] {
+                    same += 1;
+                } else if mismatches.len() < 15 {
+                    mismatches.push(format!("- `{q}`: {a} {}, {b} {}", s(&x["hits"]), s(&y["hits"])));
+                }
+            }
+        }
+        let mut overlaps = Vec::new();
+        for ((m, _), by) in cells {
+            if m != "top10_count" {
+                continue;
+            }
+            if let (Some(x), Some(y)) = (by.get(&a), by.get(&b)) {
+                let ids = |r: &Value| -> Vec<String> {
+                    r["top"].as_array().map(|t| t.iter().map(|h| s(&h["id"])).collect()).unwrap_or_default()
+                };
+                let (ix, iy) = (ids(x), ids(y));
+                if ix.is_empty() && iy.is_empty() {
+                    continue;
+                }
+                let common = ix.iter().filter(|i| iy.contains(i)).count();
+                overlaps.push(common as f64 / ix.len().max(iy.len()) as f64);
+            }
+        }
+        writeln!(md, "| {a} vs {b} | {n} | {same} | {:.1}% |", 100.0 * mean(&overlaps))?;
+    }
+    writeln!(md)?;
+    if !mismatches.is_empty() {
+        writeln!(md, "<details><summary>First count mismatches</summary>\n")?;
+        for m in mismatches {
+            writeln!(md, "{m}")?;
+        }
+        writeln!(md, "\n</details>\n")?;
+    }
+    Ok(())
+}
+
+fn coldstart_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+    let recs = arr(results, "coldstart");
+    if recs.is_empty() {
+        return Ok(());
+    }
+    writeln!(md, "## Cold start\n")?;
+    writeln!(md, "Medians over runs; index resident = bytes of the index in the page cache when the process was spawned (after warming or eviction).\n")?;
+    writeln!(md, "| engine | cache | runs | spawn → first result ms | open → first result ms | peak RSS | major faults | index resident at spawn | hits (top10: may be a lower bound) |")?;
+    writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    let caches = ["warm", "evicted"];
+    let mut chart: HashMap<String, Vec<Option<f64>>> = HashMap::new();
+    for e in engines {
+        for cache in caches {
+            let rs: Vec<&Value> = recs.iter().filter(|r| s(&r["engine"]) == *e && r["cache"] == cache).collect();
+            if rs.is_empty() {
+                continue;
+            }
+            let spawn: Vec<f64> = rs.iter().map(|r| f(&r["spawn_to_first_result_us"]) / 1000.0).collect();
+            let open: Vec<f64> = rs.iter().map(|r| f(&r["open_to_first_result_us"]) / 1000.0).collect();
+            let faults: Vec<f64> = rs.iter().map(|r| f(&r["child_major_faults"])).collect();
+            let rss = rs.iter().map(|r| f(&r["child_maxrss_bytes"])).fold(0.0, f64::max);
+            let resident: Vec<f64> = rs.iter().map(|r| f(&r["index_resident_bytes_at_spawn"])).collect();
+            writeln!(
+                md,
+                "| {e} | {cache} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
+                rs.len(),
+                median(&spawn),
+                median(&open),
+                mib(rss),
+                median(&faults),
+                mib(median(&resident)),
+                s(&rs[0]["hits"])
+            )?;
+            let v = chart.entry(e.clone()).or_insert_with(|| vec![None; 4]);
+            let ci = if cache == "warm" { 0 } else { 1 };
+            v[ci] = Some(median(&open));
+            v[ci + 2] = Some(median(&spawn));
+        }
+    }
+    writeln!(md)?;
+    let groups: Vec<String> = ["open→result, cached", "open→result, evicted", "spawn→result, cached", "spawn→result, evicted"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let series: Vec<Series> = engines.iter().map(|e| Series { name: e.clone(), values: chart.remove(e).unwrap_or_default() }).collect();
+    let png = format!("{stem}-coldstart.png");
+    match charts::grouped_bars(&out_dir.join(&png), "Cold start: time to first result (ms, log scale, lower is better)", "ms", &groups, &series, true) {
+        Ok(()) => writeln!(md, "![cold start]({png})\n")?,
+        Err(e) => writeln!(md, "(cold-start chart not drawn: {e:#})\n")?,
+    }
+    Ok(())
+}
+
+fn detail_section(md: &mut String, results: &Value, engines: &[String]) -> Result<()> {
+    let (cells, order) = cells(results);
+    if order.is_empty() {
+        return Ok(());
+    }
+    writeln!(md, "## Every query\n")?;
+    writeln!(
+        md,
+        "<details><summary>p50 / p90 / p99 / mean µs and hits per engine, every query and mode ({} queries)</summary>\n",
+        order.len()
+    )?;
+    let mut header = "| query | class | mode |".to_string();
+    let mut sep = "|---|---|---|".to_string();
+    for e in engines {
+        write!(header, " {e} p50 | {e} p90 | {e} p99 | {e} mean | {e} hits |")?;
+        sep.push_str("---:|---:|---:|---:|---:|");
+    }
+    writeln!(md, "{header}\n{sep}")?;
+    for (q, class) in &order {
+        for mode in MODES {
+            let Some(by) = cells.get(&(mode.to_string(), q.clone())) else { continue };
+            let mut row = format!("| `{}` | {class} | {mode} |", q.replace('|', "\\|"));
+            for e in engines {
+                match by.get(e) {
+                    Some(r) => {
+                        let rel = if s(&r["hits_relation"]) == "gte" { "≥" } else { "" };
+                        write!(
+                            row,
+                            " {} | {} | {} | {} | {rel}{} |",
+                            num(f(&r["p50_us"])),
+                            num(f(&r["p90_us"])),
+                            num(f(&r["p99_us"])),
+                            num(f(&r["mean_us"])),
+                            s(&r["hits"])
+                        )?
+                    }
+                    None => row.push_str(" – | – | – | – | – |"),
+                }
+            }
+            writeln!(md, "{row}")?;
+        }
+    }
+    writeln!(md, "\n</details>\n")?;
+    let errors: Vec<&Value> = arr(results, "query").iter().filter(|r| r.get("error").is_some_and(|e| !e.is_null())).collect();
+    if !errors.is_empty() {
+        writeln!(md, "Queries an engine could not run ({}):\n", errors.len())?;
+        for r in errors.iter().take(30) {
+            writeln!(md, "- {} `{}` ({}): {}", s(&r["engine"]), s(&r["query"]), s(&r["mode"]), s(&r["error"]).replace('\n', " "))?;
+        }
+        writeln!(md)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn q(engine: &str, query: &str, class: &str, mode: &str, p50: f64, hits: u64) -> Value {
+        json!({"engine": engine, "op": "query", "query": query, "class": class, "mode": mode, "hits": hits,
+               "hits_relation": "eq", "p50_us": p50, "p90_us": p50, "p99_us": p50, "mean_us": p50, "min_us": p50,
+               "iters": 10, "warmup": 1, "top": [{"id": 1, "score": 1.0}]})
+    }
+
+    #[test]
+    fn report_from_synthetic_results() {
+        let mut query = Vec::new();
+        for mode in MODES {
+            query.push(q("tantivy", "oil", "term", mode, 10.0, 5));
+            query.push(q("lucene", "oil", "term", mode, 40.0, 5));
+            query.push(q("tantivy", "\"oil prices\"", "phrase", mode, 30.0, 2));
+            query.push(q("lucene", "\"oil prices\"", "phrase", mode, 15.0, 3));
+        }
+        query.push(json!({"engine": "lucene", "op": "query", "query": "bad(", "class": "mixed", "mode": "count", "error": "parse"}));
+        let results = json!({
+            "meta": {"date": "2026-01-01", "workload": "w1", "description": "test", "settings": {"quick": true},
+                     "engines": {"tantivy": {"status": "ran"}, "quarry": {"status": "skipped", "reason": "not built"}}},
+            "index": [
+                {"engine": "tantivy", "op": "index", "threads": 1, "docs": 100, "seconds": 1.0, "docs_per_sec": 100.0,
+                 "index_bytes": 1000, "segments": 1, "peak_rss_bytes": 1048576, "timed": "t"},
+                {"engine": "lucene", "op": "index", "threads": 1, "docs": 100, "seconds": 2.0, "docs_per_sec": 50.0,
+                 "index_bytes": 900, "segments": 1, "peak_rss_bytes": 2097152, "timed": "t", "ram_buffer_mb": 256.0}
+            ],
+            "query": query,
+            "coldstart": [
+                {"engine": "tantivy", "op": "coldstart", "cache": "warm", "open_to_first_result_us": 900.0,
+                 "spawn_to_first_result_us": 3000.0, "child_maxrss_bytes": 1048576, "child_major_faults": 0,
+                 "index_resident_bytes_at_spawn": 1000, "hits": 10},
+                {"engine": "tantivy", "op": "coldstart", "cache": "evicted", "open_to_first_result_us": 9000.0,
+                 "spawn_to_first_result_us": 30000.0, "child_maxrss_bytes": 1048576, "child_major_faults": 7,
+                 "index_resident_bytes_at_spawn": 0, "hits": 10}
+            ],
+            "errors": []
+        });
+        let dir = std::env::temp_dir().join(format!("quarry-bench-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let md_path = write_all(&results, &dir, "t").unwrap();
+        let md = std::fs::read_to_string(md_path).unwrap();
+        assert!(md.contains("`count` / term (1 queries): **tantivy** is fastest, 4.00× faster than lucene"), "{md}");
+        assert!(md.contains("`count` / phrase (1 queries): **lucene** is fastest, 2.00× faster than tantivy"), "{md}");
+        assert!(md.contains("| tantivy vs lucene | 2 | 1 |"), "{md}");
+        assert!(md.contains("Engine **quarry**: not built"), "{md}");
+        assert!(md.contains("lucene `bad(` (count): parse"), "{md}");
+        for png in ["t-indexing.png", "t-coldstart.png", "t-latency-top10.png", "t-latency-count.png"] {
+            assert!(dir.join(png).exists(), "{png} missing");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
