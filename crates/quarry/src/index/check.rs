@@ -147,7 +147,7 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                     let norm = norms.and_then(|nm| nm.get(d as usize).copied()).unwrap_or(1);
                     best.merge(freq, norm);
                     match c.shallow_block(d) {
-                        Some((last, imp)) if last >= d && imp.max_freq >= freq && imp.min_norm <= norm => {}
+                        Some((last, imp)) if last >= d && imp.covers(freq, norm) => {}
                         _ => return Err(Error::corrupt(&post_name, format!("term {term_s:?}: the skip entry of doc {d} does not bound its impact"))),
                     }
                     docs_with_field[d as usize] = true;

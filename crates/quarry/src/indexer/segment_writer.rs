@@ -21,6 +21,8 @@ pub struct SegmentFileWriter {
     norms_file: Vec<u8>,
     fields: Vec<FieldMeta>,
     current: Option<(u32, TermsWriter)>,
+    /// Per field, the average decoded length over documents with the field (steers impacts).
+    avgdl: Vec<f32>,
 }
 
 impl SegmentFileWriter {
@@ -32,6 +34,7 @@ impl SegmentFileWriter {
             norms_file: format::begin(format::KIND_NORMS),
             fields: vec![FieldMeta::default(); schema.fields().len()],
             current: None,
+            avgdl: vec![1.0; schema.fields().len()],
         }
     }
 
@@ -47,7 +50,8 @@ impl SegmentFileWriter {
         let entry = self.schema.field(*field);
         let positions = entry.has_positions().then_some(positions);
         let norm_of = |d: u32| norms.and_then(|n| n.get(d as usize).copied()).unwrap_or(1);
-        let offset = self.postings.write_term(docs, freqs, positions, &norm_of);
+        let avgdl = self.avgdl.get(*field as usize).copied().unwrap_or(1.0);
+        let offset = self.postings.write_term(docs, freqs, positions, &norm_of, avgdl);
         terms.insert(term, offset)?;
         let fm = &mut self.fields[*field as usize];
         fm.unique_terms += 1;
@@ -72,6 +76,8 @@ impl SegmentFileWriter {
     /// Sets the norms (one byte per document) of a text field.
     pub fn set_norms(&mut self, field: u32, norms: &[u8]) {
         self.fields[field as usize].norms_offset = Some(self.norms_file.len() as u64);
+        let (sum, n) = norms.iter().filter(|&&b| b > 0).fold((0u64, 0u64), |(s, n), &b| (s + u64::from(crate::codec::norms::norm_to_length(b)), n + 1));
+        self.avgdl[field as usize] = if n == 0 { 1.0 } else { sum as f32 / n as f32 };
         self.norms_file.extend_from_slice(norms);
     }
 

@@ -236,32 +236,51 @@ fn collect_segment(s: &mut dyn Scorer, seg: &SegmentReader, ord: u32, top: &mut 
             }
         }
         SearchMode::Top => {
-            // Block-max skipping: a block whose best possible score cannot beat the k-th best
-            // kept score is skipped without decoding.
-            let mut block_end = 0u32;
-            let mut block_max = f32::INFINITY;
-            while doc != TERMINATED {
+            // Block-max skipping: a window whose best possible score cannot beat the k-th best
+            // kept score is passed over using the skip tables only (no block is decoded).
+            let mut target = doc;
+            while target != TERMINATED {
                 if let Some(threshold) = top.threshold() {
-                    if doc > block_end || block_end == 0 {
-                        let (end, max) = s.block_max(doc);
-                        block_end = end;
-                        block_max = max;
-                    }
-                    if block_max < threshold {
+                    let (end, max) = s.block_max(target);
+                    if max < threshold {
                         skipped = true;
-                        if block_end >= TERMINATED - 1 {
+                        if end >= TERMINATED - 1 {
                             break;
                         }
-                        doc = s.seek(block_end + 1);
+                        target = end + 1;
                         continue;
                     }
+                    // Competitive: score the window's documents.
+                    let mut d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                    while d != TERMINATED && d <= end {
+                        if !two_phase || s.matches() {
+                            count += 1;
+                            let score = s.score();
+                            top.offer(score, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+                            if top.threshold().is_some_and(|t| max < t) {
+                                break;
+                            }
+                        }
+                        d = s.next();
+                    }
+                    if d != TERMINATED && d <= end {
+                        skipped = true;
+                        target = end.saturating_add(1);
+                    } else {
+                        target = d;
+                    }
+                } else {
+                    let d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                    if d == TERMINATED {
+                        break;
+                    }
+                    if !two_phase || s.matches() {
+                        count += 1;
+                        let score = s.score();
+                        top.offer(score, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+                    }
+                    target = s.next();
                 }
-                if !two_phase || s.matches() {
-                    count += 1;
-                    let score = s.score();
-                    top.offer(score, DocAddress { segment: ord, doc }, || seg.seq(doc));
-                }
-                doc = s.next();
             }
         }
     }

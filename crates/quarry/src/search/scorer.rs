@@ -93,9 +93,13 @@ impl Scorer for TermScorer {
     }
     fn block_max(&mut self, target: u32) -> (u32, f32) {
         match self.cursor.shallow_block(target) {
-            Some((last, imp)) => {
-                let norm = if self.norms.is_some() { imp.min_norm } else { 1 };
-                (last, self.sim.score(imp.max_freq as f32, norm))
+            Some((last, impacts)) => {
+                let mut best = 0f32;
+                for imp in impacts.pairs() {
+                    let norm = if self.norms.is_some() { imp.min_norm } else { 1 };
+                    best = best.max(self.sim.score(imp.max_freq as f32, norm));
+                }
+                (last, best)
             }
             None => (TERMINATED, 0.0),
         }

@@ -22,52 +22,52 @@ pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut 
     let n = terms.len();
     let mut count = 0u64;
     let mut skipped = false;
-    let mut doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
     let mut wmax = vec![0f64; n];
     let mut order: Vec<usize> = (0..n).collect();
-    // Index in `order` where the essential terms start.
-    let mut essential_from;
     let mut prefix = vec![0f64; n + 1];
-    while doc != TERMINATED {
-        // The window: up to the nearest block end at or after `doc`; each term's bound in it is
-        // its block maximum, or 0 when its next document lies beyond the window.
-        let mut window_end = TERMINATED - 1;
+    // Windows are chosen from the skip tables alone ("shallow"): a cursor is only moved (and a
+    // block decoded) when its window can hold a competitive document.
+    let mut target = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+    while target != TERMINATED {
+        // The window: from `target` up to the nearest block end; each term's bound in it is its
+        // block maximum, or 0 when it has no document left.
+        let mut window_end = TERMINATED;
         for (i, t) in terms.iter_mut().enumerate() {
             wmax[i] = 0.0;
-            if t.doc() != TERMINATED {
-                let (end, max) = t.block_max(t.doc());
-                if end != TERMINATED {
-                    wmax[i] = f64::from(max) * SLACK;
-                    window_end = window_end.min(end);
-                }
+            let (end, max) = t.block_max(target.max(t.doc().min(TERMINATED - 1)));
+            if end != TERMINATED && t.doc() != TERMINATED {
+                wmax[i] = f64::from(max) * SLACK;
+                window_end = window_end.min(end);
             }
+        }
+        if window_end == TERMINATED {
+            break;
         }
         for (i, t) in terms.iter().enumerate() {
             if t.doc() > window_end {
                 wmax[i] = 0.0;
             }
         }
-        let threshold = top.threshold().map(f64::from);
         order.sort_by(|&a, &b| wmax[a].total_cmp(&wmax[b]));
         for k in 0..n {
             prefix[k + 1] = prefix[k] + wmax[order[k]];
         }
-        essential_from = 0;
-        if let Some(th) = threshold {
+        // Essential terms start at `essential_from` in `order`.
+        let mut essential_from = 0;
+        if let Some(th) = top.threshold().map(f64::from) {
             while essential_from < n && prefix[essential_from + 1] < th {
                 essential_from += 1;
             }
             if essential_from == n {
-                // Nothing in this window can compete.
+                // Nothing in this window can compete: move on without touching the cursors.
                 skipped = true;
-                doc = window_end.saturating_add(1);
-                for t in terms.iter_mut() {
-                    if t.doc() < doc {
-                        t.seek(doc);
-                    }
-                }
-                doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+                target = window_end.saturating_add(1);
                 continue;
+            }
+        }
+        for &i in &order[essential_from..] {
+            if terms[i].doc() < target {
+                terms[i].seek(target);
             }
         }
         // Score candidates of the essential terms inside the window.
@@ -112,14 +112,7 @@ pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut 
         if essential_from > 0 {
             skipped = true;
         }
-        // Non-essential terms were only positioned lazily; move them past the window.
-        let next_doc = window_end.saturating_add(1);
-        for &i in &order[..essential_from] {
-            if terms[i].doc() < next_doc {
-                terms[i].seek(next_doc);
-            }
-        }
-        doc = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
+        target = window_end.saturating_add(1);
     }
     (count, skipped)
 }

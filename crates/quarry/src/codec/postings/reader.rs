@@ -6,7 +6,7 @@
 use quarry_codecs::{BlockCodec, ByteReader, CodecError};
 use quarry_store::Bytes;
 
-use super::{Impact, BLOCK, SKIP_ENTRY_LEN};
+use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
 
 /// The doc id returned once a cursor is exhausted.
 pub const TERMINATED: u32 = u32::MAX;
@@ -106,6 +106,8 @@ pub struct PostingsCursor {
     pos_block: u32,
     pos_off: usize,
     pos_idx: usize,
+    /// The block `shallow_block` found last.
+    shallow_hint: usize,
     corrupt: Option<String>,
 }
 
@@ -140,6 +142,7 @@ impl PostingsCursor {
             pos_block: u32::MAX,
             pos_off: 0,
             pos_idx: 0,
+            shallow_hint: 0,
             corrupt: None,
         };
         c.load_block(0, 0, 0);
@@ -222,14 +225,27 @@ impl PostingsCursor {
         self.doc
     }
 
-    /// The block that would hold `target` (without decoding it): its last doc and best impact.
+    /// The block that would hold `target` (without decoding it): its last doc and impacts.
     /// `None` once `target` is past the last document.
-    pub fn shallow_block(&self, target: u32) -> Option<(u32, Impact)> {
+    pub fn shallow_block(&mut self, target: u32) -> Option<(u32, Impacts)> {
         if self.n_blocks <= 1 {
-            return if self.doc == TERMINATED { None } else { Some((TERMINATED - 1, self.term_impact)) };
+            return if self.doc == TERMINATED { None } else { Some((TERMINATED - 1, Impacts::single(self.term_impact))) };
         }
-        let mut lo = 0usize;
-        let mut hi = self.n_blocks as usize;
+        let n = self.n_blocks as usize;
+        // Targets mostly move forward a block at a time: gallop from the last answer.
+        let mut lo = if self.shallow_hint < n && (self.shallow_hint == 0 || self.skip_last_doc(self.shallow_hint - 1) < target) {
+            self.shallow_hint
+        } else {
+            0
+        };
+        let mut step = 1usize;
+        let mut hi = lo;
+        while hi < n && self.skip_last_doc(hi) < target {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        let mut hi = hi.min(n);
         while lo < hi {
             let mid = (lo + hi) / 2;
             if self.skip_last_doc(mid) < target {
@@ -238,9 +254,10 @@ impl PostingsCursor {
                 hi = mid;
             }
         }
-        if lo >= self.n_blocks as usize {
+        if lo >= n {
             return None;
         }
+        self.shallow_hint = lo;
         Some((self.skip_last_doc(lo), self.skip_impact(lo)))
     }
 
@@ -345,9 +362,14 @@ impl PostingsCursor {
     fn skip_last_doc(&self, block: usize) -> u32 {
         self.skip_u32(block, 0)
     }
-    fn skip_impact(&self, block: usize) -> Impact {
-        let norm = self.skips.get(block * SKIP_ENTRY_LEN + 20).copied().unwrap_or(0);
-        Impact { max_freq: self.skip_u32(block, 16), min_norm: norm }
+    /// A malformed entry decodes as "anything is possible", which never prunes wrongly.
+    fn skip_impact(&self, block: usize) -> Impacts {
+        let o = block * SKIP_ENTRY_LEN + 16;
+        self.skips
+            .get(o..o + super::IMPACTS_LEN)
+            .and_then(Impacts::decode)
+            .filter(|i| !i.pairs().is_empty())
+            .unwrap_or(Impacts::single(Impact { max_freq: u32::MAX, min_norm: 0 }))
     }
 
     /// Decodes block `b` starting at byte `off` of the blocks region, with `base` the last doc of

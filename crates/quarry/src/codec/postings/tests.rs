@@ -7,8 +7,8 @@ use super::*;
 fn build(docs: &[u32], freqs: &[u32], positions: &[u32]) -> (Bytes, Bytes, TermInfo) {
     let mut w = PostingsWriter::new(vec![0u8; 16], vec![0u8; 16]);
     // A decoy term first so offsets are non-trivial.
-    w.write_term(&[1], &[1], Some(&[0]), &|_| 5);
-    let off = w.write_term(docs, freqs, Some(positions), &|d| (d % 200) as u8);
+    w.write_term(&[1], &[1], Some(&[0]), &|_| 5, 10.0);
+    let off = w.write_term(docs, freqs, Some(positions), &|d| (d % 200) as u8, 40.0);
     let post = Bytes::from_vec(w.post.clone());
     let info = TermInfo::parse(&post, off, true).unwrap();
     let ps = info.pos_start as usize;
@@ -93,9 +93,11 @@ fn block_impacts_bound_every_doc() {
         let d = c.doc();
         let (last, imp) = c.shallow_block(d).unwrap();
         assert!(last >= d);
-        assert!(imp.max_freq >= c.freq());
-        assert!(imp.min_norm <= (d % 200) as u8);
-        assert!(info.impact.max_freq >= imp.max_freq && info.impact.min_norm <= imp.min_norm);
+        assert!(imp.covers(c.freq(), (d % 200) as u8));
+        assert!(!imp.pairs().is_empty() && imp.pairs().len() <= MAX_IMPACTS);
+        for p in imp.pairs() {
+            assert!(info.impact.max_freq >= p.max_freq && info.impact.min_norm <= p.min_norm);
+        }
         c.next();
     }
     assert!(c.shallow_block(docs[docs.len() - 1] + 1).is_none());
@@ -126,4 +128,20 @@ fn corrupt_blocks_stop_without_panic() {
 
 fn info_offset(_: &TermInfo) -> u64 {
     16 + 6
+}
+
+proptest! {
+    #[test]
+    fn impacts_cover_every_doc_and_roundtrip(docs in proptest::collection::vec((1u32..70_000, any::<u8>()), 1..128)) {
+        let imp = Impacts::of(docs.iter().copied(), 25.0);
+        prop_assert!(!imp.pairs().is_empty() && imp.pairs().len() <= MAX_IMPACTS);
+        let mut buf = Vec::new();
+        imp.encode(&mut buf);
+        prop_assert_eq!(buf.len(), IMPACTS_LEN);
+        let back = Impacts::decode(&buf).unwrap();
+        for &(f, n) in &docs {
+            prop_assert!(imp.covers(f, n));
+            prop_assert!(back.covers(f, n), "decoded impacts lost ({}, {})", f, n);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 use quarry_codecs::reader::PutLe;
 use quarry_codecs::{varint, BlockCodec};
 
-use super::{Impact, BLOCK, SKIP_ENTRY_LEN};
+use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
 
 /// Appends term entries to the postings and positions byte streams of one segment.
 pub struct PostingsWriter {
@@ -33,7 +33,9 @@ impl PostingsWriter {
     /// document in order, its `freqs[i]` positions (increasing) — or is empty for fields without
     /// positions. `norm(doc)` gives the document's norm byte (1 for fields without norms).
     /// Returns the term entry's offset in the postings file.
-    pub fn write_term(&mut self, docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, norm: &dyn Fn(u32) -> u8) -> u64 {
+    /// `avgdl` is the field's average length in this segment: it only steers how block impacts
+    /// are summarized (see [`Impacts::of`]).
+    pub fn write_term(&mut self, docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, norm: &dyn Fn(u32) -> u8, avgdl: f32) -> u64 {
         debug_assert_eq!(docs.len(), freqs.len());
         debug_assert!(!docs.is_empty());
         let entry_offset = self.post.len() as u64;
@@ -57,6 +59,11 @@ impl PostingsWriter {
                 impact.merge(f, norm(d));
             }
             term_impact.merge(impact.max_freq, impact.min_norm);
+            let impacts = if n_blocks > 1 {
+                Impacts::of(block_docs.iter().zip(block_freqs).map(|(&d, &f)| (f, norm(d))), avgdl)
+            } else {
+                Impacts::default()
+            };
             if block_docs.len() == BLOCK {
                 self.doc_buf.copy_from_slice(block_docs);
                 for (o, &f) in self.freq_buf.iter_mut().zip(block_freqs) {
@@ -97,8 +104,8 @@ impl PostingsWriter {
                 self.skips.put_u32(prev_last);
                 self.skips.put_u32(doc_off);
                 self.skips.put_u64(pos_off);
-                self.skips.put_u32(impact.max_freq);
-                self.skips.extend_from_slice(&[impact.min_norm, 0, 0, 0]);
+                impacts.encode(&mut self.skips);
+                self.skips.extend_from_slice(&[0u8; SKIP_ENTRY_LEN - 16 - super::IMPACTS_LEN]);
             }
         }
         debug_assert_eq!(self.skips.len(), if n_blocks > 1 { n_blocks * SKIP_ENTRY_LEN } else { 0 });
