@@ -55,9 +55,20 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// Draws a grouped bar chart to `path` (PNG): one group per label, one bar per series.
-pub fn grouped_bars(path: &Path, title: &str, y_desc: &str, groups: &[String], series: &[Series], log_y: bool) -> Result<()> {
+pub fn grouped_bars(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[Series],
+    log_y: bool,
+) -> Result<()> {
     register_font();
-    let values: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().copied()).filter(|v| *v > 0.0).collect();
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .filter(|v| *v > 0.0)
+        .collect();
     if values.is_empty() || groups.is_empty() {
         return Err(anyhow!("nothing to plot for {title}"));
     }
@@ -89,17 +100,25 @@ pub fn grouped_bars(path: &Path, title: &str, y_desc: &str, groups: &[String], s
                 let bars = s.values.iter().enumerate().filter_map(|(gi, v)| {
                     let v = (*v)?;
                     let x0 = gi as f64 + 0.1 + si as f64 * bar_w;
-                    Some(Rectangle::new([(x0, $y0), (x0 + bar_w * 0.92, v)], color.filled()))
+                    Some(Rectangle::new(
+                        [(x0, $y0), (x0 + bar_w * 0.92, v)],
+                        color.filled(),
+                    ))
                 });
                 chart
                     .draw_series(bars)
                     .map_err(|e| anyhow!("{e:?}"))?
                     .label(s.name.clone())
-                    .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled())
+                    });
                 let labels = s.values.iter().enumerate().filter_map(|(gi, v)| {
                     let v = (*v)?;
                     let x0 = gi as f64 + 0.1 + si as f64 * bar_w;
-                    let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Bottom));
+                    let style = ("sans-serif", 13)
+                        .into_font()
+                        .color(&BLACK)
+                        .pos(Pos::new(HPos::Left, VPos::Bottom));
                     Some(Text::new(fmt_value(v), (x0, v), style))
                 });
                 chart.draw_series(labels).map_err(|e| anyhow!("{e:?}"))?;
@@ -111,7 +130,8 @@ pub fn grouped_bars(path: &Path, title: &str, y_desc: &str, groups: &[String], s
                     .into_font()
                     .color(&BLACK)
                     .pos(Pos::new(HPos::Center, VPos::Top));
-                root.draw(&Text::new(g.clone(), (px, py + 10), style)).map_err(|e| anyhow!("{e:?}"))?;
+                root.draw(&Text::new(g.clone(), (px, py + 10), style))
+                    .map_err(|e| anyhow!("{e:?}"))?;
             }
             chart
                 .configure_series_labels()
@@ -144,7 +164,8 @@ pub fn grouped_bars(path: &Path, title: &str, y_desc: &str, groups: &[String], s
             .map_err(|e| anyhow!("{e:?}"))?;
         draw!(chart, 0.0);
     }
-    root.present().map_err(|e| anyhow!("writing {}: {e:?}", path.display()))?;
+    root.present()
+        .map_err(|e| anyhow!("writing {}: {e:?}", path.display()))?;
     Ok(())
 }
 
@@ -159,8 +180,14 @@ mod tests {
         let path = dir.join("t.png");
         let groups = vec!["term".to_string(), "union".to_string()];
         let series = vec![
-            Series { name: "tantivy".into(), values: vec![Some(10.0), Some(200.0)] },
-            Series { name: "lucene".into(), values: vec![Some(12.0), None] },
+            Series {
+                name: "tantivy".into(),
+                values: vec![Some(10.0), Some(200.0)],
+            },
+            Series {
+                name: "lucene".into(),
+                values: vec![Some(12.0), None],
+            },
         ];
         grouped_bars(&path, "test", "µs", &groups, &series, true).unwrap();
         grouped_bars(&path, "test", "docs/s", &groups, &series, false).unwrap();

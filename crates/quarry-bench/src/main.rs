@@ -16,7 +16,10 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "quarry-bench", about = "Benchmarks quarry against Lucene and Tantivy, side by side")]
+#[command(
+    name = "quarry-bench",
+    about = "Benchmarks quarry against Lucene and Tantivy, side by side"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -70,8 +73,12 @@ fn real_main() -> Result<()> {
         Cmd::Run(args) => orchestrator::run(args),
         Cmd::Prepare(args) => orchestrator::prepare(args),
         Cmd::Report { json } => report::rerender(&json),
-        Cmd::Driver { engine: Engine::Tantivy { cmd } } => drivers::run::<drivers::tantivy::Tantivy>(cmd),
-        Cmd::Driver { engine: Engine::Quarry { cmd } } => run_quarry(cmd),
+        Cmd::Driver {
+            engine: Engine::Tantivy { cmd },
+        } => drivers::run::<drivers::tantivy::Tantivy>(cmd),
+        Cmd::Driver {
+            engine: Engine::Quarry { cmd },
+        } => run_quarry(cmd),
     }
 }
 

@@ -87,7 +87,9 @@ fn find_repo(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(r) = explicit {
         return Ok(r);
     }
-    let looks_right = |p: &Path| p.join("Cargo.toml").exists() && p.join("crates").is_dir() && p.join("data").is_dir();
+    let looks_right = |p: &Path| {
+        p.join("Cargo.toml").exists() && p.join("crates").is_dir() && p.join("data").is_dir()
+    };
     let compiled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     if looks_right(&compiled) {
         return Ok(compiled.canonicalize()?);
@@ -135,7 +137,11 @@ enum Launcher {
     /// This very binary: `quarry-bench driver <engine> ...`.
     SelfExe { engine: &'static str },
     /// `java [opts] -jar JAR ...`
-    Java { java: PathBuf, opts: Vec<String>, jar: PathBuf },
+    Java {
+        java: PathBuf,
+        opts: Vec<String>,
+        jar: PathBuf,
+    },
 }
 
 impl Launcher {
@@ -168,9 +174,13 @@ struct DriverRun {
 
 fn run_driver(launcher: &Launcher, args: &[OsString]) -> Result<DriverRun> {
     let mut cmd = launcher.command(args)?;
-    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null());
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null());
     let start = Instant::now();
-    let mut child = cmd.spawn().with_context(|| format!("starting {launcher:?}"))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {launcher:?}"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut first = None;
     let mut records = Vec::new();
@@ -258,24 +268,34 @@ fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launcher> {
             if !pom.exists() {
                 bail!("no Lucene driver: {} is missing", pom.display());
             }
-            eprintln!("[lucene] no jar under bench/lucene/target; building it: mvn -q -f {} package", pom.display());
+            eprintln!(
+                "[lucene] no jar under bench/lucene/target; building it: mvn -q -f {} package",
+                pom.display()
+            );
             let mut mvn = Command::new("mvn");
             mvn.args(["-q", "-f"]).arg(&pom).arg("package");
             if let Some(h) = java_home() {
                 mvn.env("JAVA_HOME", h);
             }
-            let st = mvn.status().context("running mvn (install Maven and a JDK >= 21 to benchmark Lucene)")?;
+            let st = mvn
+                .status()
+                .context("running mvn (install Maven and a JDK >= 21 to benchmark Lucene)")?;
             if !st.success() {
                 bail!("mvn package failed ({st}); the Lucene driver is not available");
             }
-            find_jar(repo).context("mvn package succeeded but no jar appeared under bench/lucene/target")?
+            find_jar(repo)
+                .context("mvn package succeeded but no jar appeared under bench/lucene/target")?
         }
     };
-    let java = java_home().map(|h| h.join("bin/java")).unwrap_or_else(|| PathBuf::from("java"));
+    let java = java_home()
+        .map(|h| h.join("bin/java"))
+        .unwrap_or_else(|| PathBuf::from("java"));
     // Lucene's recommended flags: the Panama vector API (vectorized postings decoding) and native
     // access (madvise via PosixNativeAccess). Override with QUARRY_BENCH_JAVA_OPTS.
     let opts = std::env::var("QUARRY_BENCH_JAVA_OPTS")
-        .unwrap_or_else(|_| "--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED".into())
+        .unwrap_or_else(|_| {
+            "--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED".into()
+        })
         .split_whitespace()
         .map(String::from)
         .collect();
@@ -297,7 +317,11 @@ fn evict(dir: &Path) -> Result<(usize, u64, u64, u64)> {
         // SAFETY: plain syscall on an fd we own for the duration of the call.
         let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         if rc != 0 {
-            bail!("posix_fadvise({}) failed: {}", f.display(), std::io::Error::from_raw_os_error(rc));
+            bail!(
+                "posix_fadvise({}) failed: {}",
+                f.display(),
+                std::io::Error::from_raw_os_error(rc)
+            );
         }
         after += resident_bytes(f)?;
     }
@@ -326,10 +350,21 @@ fn resident_bytes(path: &Path) -> Result<u64> {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     // SAFETY: read-only shared mapping of a file we hold open; unmapped below; never dereferenced.
     let addr = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
     };
     if addr == libc::MAP_FAILED {
-        bail!("mmap {} failed: {}", path.display(), std::io::Error::last_os_error());
+        bail!(
+            "mmap {} failed: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
     }
     let pages = len.div_ceil(page);
     let mut vec = vec![0u8; pages];
@@ -338,7 +373,11 @@ fn resident_bytes(path: &Path) -> Result<u64> {
     // SAFETY: unmapping exactly the mapping created above.
     unsafe { libc::munmap(addr, len) };
     if rc != 0 {
-        bail!("mincore {} failed: {}", path.display(), std::io::Error::last_os_error());
+        bail!(
+            "mincore {} failed: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
     }
     Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64)
 }
@@ -367,15 +406,25 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Settings {
 
 pub fn run(args: RunArgs) -> Result<()> {
     let repo = find_repo(args.repo.clone())?;
-    let out_dir = args.out.clone().unwrap_or_else(|| repo.join("bench/results"));
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| repo.join("bench/results"));
     let tmp = repo.join("bench/results/tmp");
     std::fs::create_dir_all(&out_dir)?;
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
 
     // Which engines can run here.
     let mut launchers: Vec<(String, Launcher)> = Vec::new();
     let mut engine_status = serde_json::Map::new();
-    for e in args.engines.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+    for e in args
+        .engines
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
         let launcher = match e {
             "tantivy" => Ok(Launcher::SelfExe { engine: "tantivy" }),
             "quarry" if crate::QUARRY_DRIVER => Ok(Launcher::SelfExe { engine: "quarry" }),
@@ -391,12 +440,18 @@ pub fn run(args: RunArgs) -> Result<()> {
                     Launcher::Java { .. } => lucene_version(&repo),
                     Launcher::SelfExe { .. } => None,
                 };
-                engine_status.insert(e.into(), json!({"status": "ran", "launcher": format!("{l:?}"), "version": version}));
+                engine_status.insert(
+                    e.into(),
+                    json!({"status": "ran", "launcher": format!("{l:?}"), "version": version}),
+                );
                 launchers.push((e.to_string(), l));
             }
             Err(err) => {
                 eprintln!("[{e}] not benchmarked: {err:#}");
-                engine_status.insert(e.into(), json!({"status": "skipped", "reason": format!("{err:#}")}));
+                engine_status.insert(
+                    e.into(),
+                    json!({"status": "skipped", "reason": format!("{err:#}")}),
+                );
             }
         }
     }
@@ -419,14 +474,31 @@ pub fn run(args: RunArgs) -> Result<()> {
             "index": [], "query": [], "coldstart": [], "errors": [],
         });
         for (name, launcher) in &launchers {
-            if let Err(e) = run_engine(name, launcher, &prepared, &settings, &tmp, args.keep_indexes, &mut results) {
+            if let Err(e) = run_engine(
+                name,
+                launcher,
+                &prepared,
+                &settings,
+                &tmp,
+                args.keep_indexes,
+                &mut results,
+            ) {
                 eprintln!("[{w}/{name}] failed: {e:#}");
-                push(&mut results, "errors", json!({"engine": name, "error": format!("{e:#}")}));
+                push(
+                    &mut results,
+                    "errors",
+                    json!({"engine": name, "error": format!("{e:#}")}),
+                );
             }
         }
         results["meta"]["total_seconds"] = json!(started.elapsed().as_secs_f64());
         results["meta"]["loadavg_end"] = json!(loadavg());
-        let stem = format!("{}-{}{}", today(), w, if args.quick { "-quick" } else { "" });
+        let stem = format!(
+            "{}-{}{}",
+            today(),
+            w,
+            if args.quick { "-quick" } else { "" }
+        );
         let json_path = out_dir.join(format!("{stem}.json"));
         std::fs::write(&json_path, serde_json::to_string_pretty(&results)?)?;
         let md = crate::report::write_all(&results, &out_dir, &stem)?;
@@ -453,7 +525,9 @@ fn run_engine(
     keep: bool,
     results: &mut Value,
 ) -> Result<()> {
-    let wdir = tmp.join(&p.name).join(if s.quick { "indexes-quick" } else { "indexes" });
+    let wdir = tmp
+        .join(&p.name)
+        .join(if s.quick { "indexes-quick" } else { "indexes" });
     let mut query_index = None;
     // Indexing: fresh process, fresh directory, every run.
     for &threads in &s.threads {
@@ -462,15 +536,30 @@ fn run_engine(
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }
-            let mut args = os(&[&"index", &"--input", &p.docs_path, &"--index", &dir, &"--threads", &threads.to_string()]);
+            let mut args = os(&[
+                &"index",
+                &"--input",
+                &p.docs_path,
+                &"--index",
+                &dir,
+                &"--threads",
+                &threads.to_string(),
+            ]);
             match launcher {
-                Launcher::SelfExe { .. } => args.extend(os(&[&"--memory-mb", &s.memory_mb_per_thread.to_string()])),
-                Launcher::Java { .. } => {
-                    args.extend(os(&[&"--ram-buffer-mb", &(s.memory_mb_per_thread * threads).to_string()]))
+                Launcher::SelfExe { .. } => {
+                    args.extend(os(&[&"--memory-mb", &s.memory_mb_per_thread.to_string()]))
                 }
+                Launcher::Java { .. } => args.extend(os(&[
+                    &"--ram-buffer-mb",
+                    &(s.memory_mb_per_thread * threads).to_string(),
+                ])),
             }
             let r = run_driver(launcher, &args)?;
-            let mut rec = r.records.into_iter().find(|v| v["op"] == "index").context("driver printed no index record")?;
+            let mut rec = r
+                .records
+                .into_iter()
+                .find(|v| v["op"] == "index")
+                .context("driver printed no index record")?;
             rec["run"] = json!(run);
             rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
             rec["process_wall_seconds"] = json!(r.wall_seconds);
@@ -491,9 +580,19 @@ fn run_engine(
     // Queries: one process, single-threaded, warm-up then timed iterations per (query, mode).
     let t = Instant::now();
     let args = os(&[
-        &"query", &"--index", &index, &"--queries", &p.queries_path, &"--modes", &s.modes,
-        &"--warmup", &s.warmup.to_string(), &"--iters", &s.iters.to_string(),
-        &"--global-warmup-rounds", &s.global_warmup_rounds.to_string(),
+        &"query",
+        &"--index",
+        &index,
+        &"--queries",
+        &p.queries_path,
+        &"--modes",
+        &s.modes,
+        &"--warmup",
+        &s.warmup.to_string(),
+        &"--iters",
+        &s.iters.to_string(),
+        &"--global-warmup-rounds",
+        &s.global_warmup_rounds.to_string(),
     ]);
     let r = run_driver(launcher, &args)?;
     let n = r.records.len();
@@ -501,7 +600,12 @@ fn run_engine(
         rec["engine"] = json!(name);
         push(results, "query", rec);
     }
-    eprintln!("[{}/{name}] {} query records in {:.1} s", p.name, n, t.elapsed().as_secs_f64());
+    eprintln!(
+        "[{}/{name}] {} query records in {:.1} s",
+        p.name,
+        n,
+        t.elapsed().as_secs_f64()
+    );
 
     // Cold start: fresh process per run, index in page cache ("warm") and evicted ("evicted").
     for cache in ["warm", "evicted"] {
@@ -510,11 +614,24 @@ fn run_engine(
                 (warm(&index)?, Value::Null)
             } else {
                 let (files, bytes, before, after) = evict(&index)?;
-                (after, json!({"files": files, "bytes": bytes, "resident_before": before, "resident_after": after}))
+                (
+                    after,
+                    json!({"files": files, "bytes": bytes, "resident_before": before, "resident_after": after}),
+                )
             };
-            let args = os(&[&"coldstart", &"--index", &index, &"--query", &p.coldstart_query]);
+            let args = os(&[
+                &"coldstart",
+                &"--index",
+                &index,
+                &"--query",
+                &p.coldstart_query,
+            ]);
             let r = run_driver(launcher, &args)?;
-            let mut rec = r.records.into_iter().find(|v| v["op"] == "coldstart").context("no coldstart record")?;
+            let mut rec = r
+                .records
+                .into_iter()
+                .find(|v| v["op"] == "coldstart")
+                .context("no coldstart record")?;
             rec["engine"] = json!(name);
             rec["cache"] = json!(cache);
             rec["run"] = json!(run);
@@ -537,15 +654,30 @@ fn run_engine(
     Ok(())
 }
 
-fn meta(repo: &Path, p: &Prepared, s: &Settings, engines: &serde_json::Map<String, Value>) -> Value {
+fn meta(
+    repo: &Path,
+    p: &Prepared,
+    s: &Settings,
+    engines: &serde_json::Map<String, Value>,
+) -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+        })
         .unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem = meminfo.lines().find(|l| l.starts_with("MemTotal")).unwrap_or("").to_string();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let mem = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal"))
+        .unwrap_or("")
+        .to_string();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     let git = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .current_dir(repo)

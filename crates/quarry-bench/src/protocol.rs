@@ -22,7 +22,6 @@ pub enum Mode {
 }
 
 impl Mode {
-
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Top10 => "top10",
@@ -41,7 +40,10 @@ impl Mode {
     }
 
     pub fn parse_list(s: &str) -> anyhow::Result<Vec<Mode>> {
-        s.split(',').filter(|m| !m.trim().is_empty()).map(Mode::parse).collect()
+        s.split(',')
+            .filter(|m| !m.trim().is_empty())
+            .map(Mode::parse)
+            .collect()
     }
 }
 

@@ -83,7 +83,10 @@ pub fn rerender(json: &Path) -> Result<()> {
     let results: Value = serde_json::from_str(&std::fs::read_to_string(json)?)
         .with_context(|| format!("parsing {}", json.display()))?;
     let out_dir = json.parent().unwrap_or(Path::new("."));
-    let stem = json.file_stem().and_then(|s| s.to_str()).context("bad file name")?;
+    let stem = json
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .context("bad file name")?;
     let md = write_all(&results, out_dir, stem)?;
     eprintln!("wrote {}", md.display());
     Ok(())
@@ -96,13 +99,22 @@ pub fn write_all(results: &Value, out_dir: &Path, stem: &str) -> Result<PathBuf>
     let meta = &results["meta"];
     let w = s(&meta["workload"]).to_uppercase();
     let quick = meta["settings"]["quick"].as_bool().unwrap_or(false);
-    writeln!(md, "# quarry benchmark: {w}, {}{}\n", s(&meta["date"]), if quick { " (--quick smoke run)" } else { "" })?;
+    writeln!(
+        md,
+        "# quarry benchmark: {w}, {}{}\n",
+        s(&meta["date"]),
+        if quick { " (--quick smoke run)" } else { "" }
+    )?;
     if quick {
         writeln!(
             md,
             "> **Smoke run.** `--quick` uses one indexing run and few query iterations{}; \
              its numbers show that the suite works, not how fast anything is.\n",
-            if meta["workload"] == "w2" { " and a subsample of W2" } else { "" }
+            if meta["workload"] == "w2" {
+                " and a subsample of W2"
+            } else {
+                ""
+            }
         )?;
     }
     setup_section(&mut md, results)?;
@@ -115,7 +127,12 @@ pub fn write_all(results: &Value, out_dir: &Path, stem: &str) -> Result<PathBuf>
     if !errors.is_empty() {
         writeln!(md, "## Errors\n")?;
         for e in errors {
-            writeln!(md, "- **{}**: {}", s(&e["engine"]), s(&e["error"]).replace('\n', " "))?;
+            writeln!(
+                md,
+                "- **{}**: {}",
+                s(&e["engine"]),
+                s(&e["error"]).replace('\n', " ")
+            )?;
         }
         writeln!(md)?;
     }
@@ -129,7 +146,11 @@ fn setup_section(md: &mut String, results: &Value) -> Result<()> {
     let st = &meta["settings"];
     writeln!(md, "## Setup\n")?;
     writeln!(md, "- Workload: {}", s(&meta["description"]))?;
-    let mem_kb: f64 = s(&meta["machine"]["memory"]).split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    let mem_kb: f64 = s(&meta["machine"]["memory"])
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
     writeln!(
         md,
         "- Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; load average (1/5/15 min) {} at the start, {} at the end",
@@ -144,7 +165,11 @@ fn setup_section(md: &mut String, results: &Value) -> Result<()> {
         md,
         "- quarry commit: `{}`{}; total run time {:.0} s",
         s(&meta["git_commit"]),
-        if meta["git_dirty"] == true { " with uncommitted changes" } else { "" },
+        if meta["git_dirty"] == true {
+            " with uncommitted changes"
+        } else {
+            ""
+        },
         f(&meta["total_seconds"])
     )?;
     if let Some(engs) = meta["engines"].as_object() {
@@ -235,18 +260,33 @@ fn timing_section(md: &mut String, results: &Value) -> Result<()> {
     Ok(())
 }
 
-fn index_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+fn index_section(
+    md: &mut String,
+    results: &Value,
+    engines: &[String],
+    out_dir: &Path,
+    stem: &str,
+) -> Result<()> {
     let recs = arr(results, "index");
     if recs.is_empty() {
         return Ok(());
     }
     writeln!(md, "## Indexing\n")?;
     writeln!(md, "| engine | threads | runs | best docs/s | median docs/s | median s | index bytes | bytes/doc | segments | peak RSS | RSS before timer |")?;
-    writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(
+        md,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
     let mut groups: BTreeMap<(usize, usize), Vec<&Value>> = BTreeMap::new();
     for r in recs {
-        let e = engines.iter().position(|x| *x == s(&r["engine"])).unwrap_or(99);
-        groups.entry((r["threads"].as_u64().unwrap_or(0) as usize, e)).or_default().push(r);
+        let e = engines
+            .iter()
+            .position(|x| *x == s(&r["engine"]))
+            .unwrap_or(99);
+        groups
+            .entry((r["threads"].as_u64().unwrap_or(0) as usize, e))
+            .or_default()
+            .push(r);
     }
     let threads: Vec<usize> = {
         let mut t: Vec<usize> = groups.keys().map(|k| k.0).collect();
@@ -264,8 +304,14 @@ fn index_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
         best.insert((*t, engine.clone()), b);
         let docs = f(&last["docs"]);
         let bytes = f(&last["index_bytes"]);
-        let peak = rs.iter().map(|r| f(&r["peak_rss_bytes"])).fold(0.0, f64::max);
-        let before = rs.iter().map(|r| f(&r["rss_before_timing_bytes"])).fold(f64::NAN, f64::min);
+        let peak = rs
+            .iter()
+            .map(|r| f(&r["peak_rss_bytes"]))
+            .fold(0.0, f64::max);
+        let before = rs
+            .iter()
+            .map(|r| f(&r["rss_before_timing_bytes"]))
+            .fold(f64::NAN, f64::min);
         writeln!(
             md,
             "| {engine} | {t} | {} | {} | {} | {:.2} | {} | {:.0} | {} | {} | {} |",
@@ -277,13 +323,23 @@ fn index_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
             bytes / docs,
             s(&last["segments"]),
             mib(peak),
-            if before.is_nan() { "–".into() } else { mib(before) }
+            if before.is_nan() {
+                "–".into()
+            } else {
+                mib(before)
+            }
         )?;
         let mut c = s(&last["config"]);
         if c.is_empty() && !last["ram_buffer_mb"].is_null() {
-            c = format!("IndexWriterConfig defaults, RAM buffer {} MB", s(&last["ram_buffer_mb"]));
+            c = format!(
+                "IndexWriterConfig defaults, RAM buffer {} MB",
+                s(&last["ram_buffer_mb"])
+            );
         }
-        configs.push((format!("{engine}, {t} thread(s)"), format!("{c}; timed: {}", s(&last["timed"]))));
+        configs.push((
+            format!("{engine}, {t} thread(s)"),
+            format!("{c}; timed: {}", s(&last["timed"])),
+        ));
     }
     writeln!(md)?;
     for (e, c) in &configs {
@@ -297,13 +353,29 @@ fn index_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
         )?;
     }
     writeln!(md)?;
-    let groups_lbl: Vec<String> = threads.iter().map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" })).collect();
+    let groups_lbl: Vec<String> = threads
+        .iter()
+        .map(|t| format!("{t} thread{}", if *t == 1 { "" } else { "s" }))
+        .collect();
     let series: Vec<Series> = engines
         .iter()
-        .map(|e| Series { name: e.clone(), values: threads.iter().map(|t| best.get(&(*t, e.clone())).copied()).collect() })
+        .map(|e| Series {
+            name: e.clone(),
+            values: threads
+                .iter()
+                .map(|t| best.get(&(*t, e.clone())).copied())
+                .collect(),
+        })
         .collect();
     let png = format!("{stem}-indexing.png");
-    match charts::grouped_bars(&out_dir.join(&png), "Indexing throughput (best run, docs/s, higher is better)", "docs/s", &groups_lbl, &series, false) {
+    match charts::grouped_bars(
+        &out_dir.join(&png),
+        "Indexing throughput (best run, docs/s, higher is better)",
+        "docs/s",
+        &groups_lbl,
+        &series,
+        false,
+    ) {
         Ok(()) => writeln!(md, "![indexing throughput]({png})\n")?,
         Err(e) => writeln!(md, "(indexing chart not drawn: {e:#})\n")?,
     }
@@ -324,17 +396,29 @@ fn cells<'a>(results: &'a Value) -> (Cells<'a>, Vec<(String, String)>) {
         if r.get("error").is_some_and(|e| !e.is_null()) {
             continue;
         }
-        cells.entry((s(&r["mode"]), q)).or_default().insert(s(&r["engine"]), r);
+        cells
+            .entry((s(&r["mode"]), q))
+            .or_default()
+            .insert(s(&r["engine"]), r);
     }
     (cells, order)
 }
 
-fn query_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+fn query_section(
+    md: &mut String,
+    results: &Value,
+    engines: &[String],
+    out_dir: &Path,
+    stem: &str,
+) -> Result<()> {
     if arr(results, "query").is_empty() {
         return Ok(());
     }
     let (cells, order) = cells(results);
-    let class_of: HashMap<&str, &str> = order.iter().map(|(q, c)| (q.as_str(), c.as_str())).collect();
+    let class_of: HashMap<&str, &str> = order
+        .iter()
+        .map(|(q, c)| (q.as_str(), c.as_str()))
+        .collect();
     writeln!(md, "## Queries\n")?;
     writeln!(md, "Per class: number of queries, the mean and geometric mean over queries of each engine's p50 latency (µs), and ratios. \
                   *mean ratio* = mean(A) / mean(B); *geo ratio* = geometric mean over queries of p50(A) / p50(B). Below 1 means A is faster.\n")?;
@@ -346,10 +430,19 @@ fn query_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
                 continue;
             }
             let class = class_of.get(q.as_str()).copied().unwrap_or("mixed");
-            let ci = CLASSES.iter().position(|c| *c == class).unwrap_or(CLASSES.len());
-            let entry = per_class.entry(ci).or_insert_with(|| (class.to_string(), HashMap::new()));
+            let ci = CLASSES
+                .iter()
+                .position(|c| *c == class)
+                .unwrap_or(CLASSES.len());
+            let entry = per_class
+                .entry(ci)
+                .or_insert_with(|| (class.to_string(), HashMap::new()));
             for e in engines {
-                entry.1.entry(e.clone()).or_default().push(f(&by_engine[e]["p50_us"]));
+                entry
+                    .1
+                    .entry(e.clone())
+                    .or_default()
+                    .push(f(&by_engine[e]["p50_us"]));
             }
         }
         if per_class.is_empty() {
@@ -377,15 +470,24 @@ fn query_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
             }
             for (a, b) in pairs(engines) {
                 let ratios: Vec<f64> = lat[&a].iter().zip(&lat[&b]).map(|(x, y)| x / y).collect();
-                write!(row, " {:.2} | {:.2} |", mean(&lat[&a]) / mean(&lat[&b]), geomean(&ratios))?;
+                write!(
+                    row,
+                    " {:.2} | {:.2} |",
+                    mean(&lat[&a]) / mean(&lat[&b]),
+                    geomean(&ratios)
+                )?;
             }
             writeln!(md, "{row}")?;
             chart_groups.push(class.clone());
             for e in engines {
-                chart_vals.entry(e.clone()).or_default().push(Some(geomean(&lat[e])));
+                chart_vals
+                    .entry(e.clone())
+                    .or_default()
+                    .push(Some(geomean(&lat[e])));
             }
             if engines.len() > 1 {
-                let mut ranked: Vec<(f64, &String)> = engines.iter().map(|e| (geomean(&lat[e]), e)).collect();
+                let mut ranked: Vec<(f64, &String)> =
+                    engines.iter().map(|e| (geomean(&lat[e]), e)).collect();
                 ranked.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
                 let others = ranked[1..]
                     .iter()
@@ -396,11 +498,23 @@ fn query_section(md: &mut String, results: &Value, engines: &[String], out_dir: 
             }
         }
         writeln!(md)?;
-        let series: Vec<Series> =
-            engines.iter().map(|e| Series { name: e.clone(), values: chart_vals.remove(e).unwrap_or_default() }).collect();
+        let series: Vec<Series> = engines
+            .iter()
+            .map(|e| Series {
+                name: e.clone(),
+                values: chart_vals.remove(e).unwrap_or_default(),
+            })
+            .collect();
         let png = format!("{stem}-latency-{mode}.png");
         let title = format!("Query latency, mode {mode}: geometric mean of p50 per class (µs, log scale, lower is better)");
-        match charts::grouped_bars(&out_dir.join(&png), &title, "µs", &chart_groups, &series, true) {
+        match charts::grouped_bars(
+            &out_dir.join(&png),
+            &title,
+            "µs",
+            &chart_groups,
+            &series,
+            true,
+        ) {
             Ok(()) => writeln!(md, "![latency {mode}]({png})\n")?,
             Err(e) => writeln!(md, "(chart not drawn: {e:#})\n")?,
         }
@@ -436,7 +550,11 @@ fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Resu
                 if x["hits"] == y["hits"] {
                     same += 1;
                 } else if mismatches.len() < 15 {
-                    mismatches.push(format!("- `{q}`: {a} {}, {b} {}", s(&x["hits"]), s(&y["hits"])));
+                    mismatches.push(format!(
+                        "- `{q}`: {a} {}, {b} {}",
+                        s(&x["hits"]),
+                        s(&y["hits"])
+                    ));
                 }
             }
         }
@@ -447,7 +565,10 @@ fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Resu
             }
             if let (Some(x), Some(y)) = (by.get(&a), by.get(&b)) {
                 let ids = |r: &Value| -> Vec<String> {
-                    r["top"].as_array().map(|t| t.iter().map(|h| s(&h["id"])).collect()).unwrap_or_default()
+                    r["top"]
+                        .as_array()
+                        .map(|t| t.iter().map(|h| s(&h["id"])).collect())
+                        .unwrap_or_default()
                 };
                 let (ix, iy) = (ids(x), ids(y));
                 if ix.is_empty() && iy.is_empty() {
@@ -457,7 +578,11 @@ fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Resu
                 overlaps.push(common as f64 / ix.len().max(iy.len()) as f64);
             }
         }
-        writeln!(md, "| {a} vs {b} | {n} | {same} | {:.1}% |", 100.0 * mean(&overlaps))?;
+        writeln!(
+            md,
+            "| {a} vs {b} | {n} | {same} | {:.1}% |",
+            100.0 * mean(&overlaps)
+        )?;
     }
     writeln!(md)?;
     if !mismatches.is_empty() {
@@ -470,7 +595,13 @@ fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Resu
     Ok(())
 }
 
-fn coldstart_section(md: &mut String, results: &Value, engines: &[String], out_dir: &Path, stem: &str) -> Result<()> {
+fn coldstart_section(
+    md: &mut String,
+    results: &Value,
+    engines: &[String],
+    out_dir: &Path,
+    stem: &str,
+) -> Result<()> {
     let recs = arr(results, "coldstart");
     if recs.is_empty() {
         return Ok(());
@@ -483,15 +614,30 @@ fn coldstart_section(md: &mut String, results: &Value, engines: &[String], out_d
     let mut chart: HashMap<String, Vec<Option<f64>>> = HashMap::new();
     for e in engines {
         for cache in caches {
-            let rs: Vec<&Value> = recs.iter().filter(|r| s(&r["engine"]) == *e && r["cache"] == cache).collect();
+            let rs: Vec<&Value> = recs
+                .iter()
+                .filter(|r| s(&r["engine"]) == *e && r["cache"] == cache)
+                .collect();
             if rs.is_empty() {
                 continue;
             }
-            let spawn: Vec<f64> = rs.iter().map(|r| f(&r["spawn_to_first_result_us"]) / 1000.0).collect();
-            let open: Vec<f64> = rs.iter().map(|r| f(&r["open_to_first_result_us"]) / 1000.0).collect();
+            let spawn: Vec<f64> = rs
+                .iter()
+                .map(|r| f(&r["spawn_to_first_result_us"]) / 1000.0)
+                .collect();
+            let open: Vec<f64> = rs
+                .iter()
+                .map(|r| f(&r["open_to_first_result_us"]) / 1000.0)
+                .collect();
             let faults: Vec<f64> = rs.iter().map(|r| f(&r["child_major_faults"])).collect();
-            let rss = rs.iter().map(|r| f(&r["child_maxrss_bytes"])).fold(0.0, f64::max);
-            let resident: Vec<f64> = rs.iter().map(|r| f(&r["index_resident_bytes_at_spawn"])).collect();
+            let rss = rs
+                .iter()
+                .map(|r| f(&r["child_maxrss_bytes"]))
+                .fold(0.0, f64::max);
+            let resident: Vec<f64> = rs
+                .iter()
+                .map(|r| f(&r["index_resident_bytes_at_spawn"]))
+                .collect();
             writeln!(
                 md,
                 "| {e} | {cache} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
@@ -510,13 +656,31 @@ fn coldstart_section(md: &mut String, results: &Value, engines: &[String], out_d
         }
     }
     writeln!(md)?;
-    let groups: Vec<String> = ["open→result, cached", "open→result, evicted", "spawn→result, cached", "spawn→result, evicted"]
+    let groups: Vec<String> = [
+        "open→result, cached",
+        "open→result, evicted",
+        "spawn→result, cached",
+        "spawn→result, evicted",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let series: Vec<Series> = engines
         .iter()
-        .map(|s| s.to_string())
+        .map(|e| Series {
+            name: e.clone(),
+            values: chart.remove(e).unwrap_or_default(),
+        })
         .collect();
-    let series: Vec<Series> = engines.iter().map(|e| Series { name: e.clone(), values: chart.remove(e).unwrap_or_default() }).collect();
     let png = format!("{stem}-coldstart.png");
-    match charts::grouped_bars(&out_dir.join(&png), "Cold start: time to first result (ms, log scale, lower is better)", "ms", &groups, &series, true) {
+    match charts::grouped_bars(
+        &out_dir.join(&png),
+        "Cold start: time to first result (ms, log scale, lower is better)",
+        "ms",
+        &groups,
+        &series,
+        true,
+    ) {
         Ok(()) => writeln!(md, "![cold start]({png})\n")?,
         Err(e) => writeln!(md, "(cold-start chart not drawn: {e:#})\n")?,
     }
@@ -537,18 +701,27 @@ fn detail_section(md: &mut String, results: &Value, engines: &[String]) -> Resul
     let mut header = "| query | class | mode |".to_string();
     let mut sep = "|---|---|---|".to_string();
     for e in engines {
-        write!(header, " {e} p50 | {e} p90 | {e} p99 | {e} mean | {e} hits |")?;
+        write!(
+            header,
+            " {e} p50 | {e} p90 | {e} p99 | {e} mean | {e} hits |"
+        )?;
         sep.push_str("---:|---:|---:|---:|---:|");
     }
     writeln!(md, "{header}\n{sep}")?;
     for (q, class) in &order {
         for mode in MODES {
-            let Some(by) = cells.get(&(mode.to_string(), q.clone())) else { continue };
+            let Some(by) = cells.get(&(mode.to_string(), q.clone())) else {
+                continue;
+            };
             let mut row = format!("| `{}` | {class} | {mode} |", q.replace('|', "\\|"));
             for e in engines {
                 match by.get(e) {
                     Some(r) => {
-                        let rel = if s(&r["hits_relation"]) == "gte" { "≥" } else { "" };
+                        let rel = if s(&r["hits_relation"]) == "gte" {
+                            "≥"
+                        } else {
+                            ""
+                        };
                         write!(
                             row,
                             " {} | {} | {} | {} | {rel}{} |",
@@ -566,11 +739,21 @@ fn detail_section(md: &mut String, results: &Value, engines: &[String]) -> Resul
         }
     }
     writeln!(md, "\n</details>\n")?;
-    let errors: Vec<&Value> = arr(results, "query").iter().filter(|r| r.get("error").is_some_and(|e| !e.is_null())).collect();
+    let errors: Vec<&Value> = arr(results, "query")
+        .iter()
+        .filter(|r| r.get("error").is_some_and(|e| !e.is_null()))
+        .collect();
     if !errors.is_empty() {
         writeln!(md, "Queries an engine could not run ({}):\n", errors.len())?;
         for r in errors.iter().take(30) {
-            writeln!(md, "- {} `{}` ({}): {}", s(&r["engine"]), s(&r["query"]), s(&r["mode"]), s(&r["error"]).replace('\n', " "))?;
+            writeln!(
+                md,
+                "- {} `{}` ({}): {}",
+                s(&r["engine"]),
+                s(&r["query"]),
+                s(&r["mode"]),
+                s(&r["error"]).replace('\n', " ")
+            )?;
         }
         writeln!(md)?;
     }
@@ -622,12 +805,27 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let md_path = write_all(&results, &dir, "t").unwrap();
         let md = std::fs::read_to_string(md_path).unwrap();
-        assert!(md.contains("`count` / term (1 queries): **tantivy** is fastest, 4.00× faster than lucene"), "{md}");
-        assert!(md.contains("`count` / phrase (1 queries): **lucene** is fastest, 2.00× faster than tantivy"), "{md}");
+        assert!(
+            md.contains(
+                "`count` / term (1 queries): **tantivy** is fastest, 4.00× faster than lucene"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "`count` / phrase (1 queries): **lucene** is fastest, 2.00× faster than tantivy"
+            ),
+            "{md}"
+        );
         assert!(md.contains("| tantivy vs lucene | 2 | 1 |"), "{md}");
         assert!(md.contains("Engine **quarry**: not built"), "{md}");
         assert!(md.contains("lucene `bad(` (count): parse"), "{md}");
-        for png in ["t-indexing.png", "t-coldstart.png", "t-latency-top10.png", "t-latency-count.png"] {
+        for png in [
+            "t-indexing.png",
+            "t-coldstart.png",
+            "t-latency-top10.png",
+            "t-latency-count.png",
+        ] {
             assert!(dir.join(png).exists(), "{png} missing");
         }
         std::fs::remove_dir_all(&dir).ok();

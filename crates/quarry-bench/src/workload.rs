@@ -101,10 +101,15 @@ fn prepare_w1(repo: &Path, dir: &Path) -> Result<Prepared> {
 
     let mut queries: Vec<QuerySpec> = W1_SEEDS
         .iter()
-        .map(|(q, c)| QuerySpec { query: q.to_string(), class: c.to_string(), name: Some("seed".into()) })
+        .map(|(q, c)| QuerySpec {
+            query: q.to_string(),
+            class: c.to_string(),
+            name: Some("seed".into()),
+        })
         .collect();
     let public = repo.join("tests/fixtures/reuters-queries-public.jsonl");
-    let text = std::fs::read_to_string(&public).with_context(|| format!("reading {}", public.display()))?;
+    let text = std::fs::read_to_string(&public)
+        .with_context(|| format!("reading {}", public.display()))?;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line)?;
         let kind = v["kind"].as_str().unwrap_or("mixed");
@@ -115,8 +120,15 @@ fn prepare_w1(repo: &Path, dir: &Path) -> Result<Prepared> {
             "phrase" => "phrase",
             _ => "mixed",
         };
-        let query = v["query"].as_str().context("query field missing")?.to_string();
-        queries.push(QuerySpec { query, class: class.into(), name: Some(format!("public:{kind}")) });
+        let query = v["query"]
+            .as_str()
+            .context("query field missing")?
+            .to_string();
+        queries.push(QuerySpec {
+            query,
+            class: class.into(),
+            name: Some(format!("public:{kind}")),
+        });
     }
     let queries_path = dir.join("queries.jsonl");
     write_queries(&queries_path, &queries)?;
@@ -166,10 +178,17 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         }
     }
     std::fs::create_dir_all(dir)?;
-    let docs_path = dir.join(if quick { "docs-quick.jsonl" } else { "docs.jsonl" });
+    let docs_path = dir.join(if quick {
+        "docs-quick.jsonl"
+    } else {
+        "docs.jsonl"
+    });
     let marker = docs_path.with_extension("jsonl.done");
     if !marker.exists() {
-        eprintln!("[prepare] w2: converting the Wikipedia sample to paragraphs -> {}", docs_path.display());
+        eprintln!(
+            "[prepare] w2: converting the Wikipedia sample to paragraphs -> {}",
+            docs_path.display()
+        );
         let part = docs_path.with_extension("jsonl.part");
         let out = std::fs::File::create(&part)?;
         let mut cmd = Command::new("python3");
@@ -189,14 +208,21 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         let n = count_lines(&docs_path)?;
         std::fs::write(&marker, n.to_string())?;
     }
-    let docs: u64 = std::fs::read_to_string(&marker)?.trim().parse().unwrap_or(0);
+    let docs: u64 = std::fs::read_to_string(&marker)?
+        .trim()
+        .parse()
+        .unwrap_or(0);
 
     let text = std::fs::read_to_string(&qfile)?;
     let mut queries = Vec::new();
     let mut per_class = std::collections::HashMap::<String, usize>::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line)?;
-        let tag = v["tags"].get(0).and_then(|t| t.as_str()).unwrap_or("mixed").to_string();
+        let tag = v["tags"]
+            .get(0)
+            .and_then(|t| t.as_str())
+            .unwrap_or("mixed")
+            .to_string();
         let class = match tag.as_str() {
             "term" | "intersection" | "union" | "phrase" => tag.clone(),
             _ => "mixed".into(), // negated, intersection_union, two-phase-critic
@@ -206,10 +232,21 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
             continue;
         }
         *n += 1;
-        let query = v["query"].as_str().context("query field missing")?.to_string();
-        queries.push(QuerySpec { query, class, name: Some(tag) });
+        let query = v["query"]
+            .as_str()
+            .context("query field missing")?
+            .to_string();
+        queries.push(QuerySpec {
+            query,
+            class,
+            name: Some(tag),
+        });
     }
-    let queries_path = dir.join(if quick { "queries-quick.jsonl" } else { "queries.jsonl" });
+    let queries_path = dir.join(if quick {
+        "queries-quick.jsonl"
+    } else {
+        "queries.jsonl"
+    });
     write_queries(&queries_path, &queries)?;
     let coldstart_query = queries
         .iter()

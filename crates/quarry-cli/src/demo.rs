@@ -50,7 +50,10 @@ fn repo_file(rel: &str) -> PathBuf {
 }
 
 pub fn run(args: &DemoArgs) -> Result<()> {
-    let input = args.input.clone().unwrap_or_else(|| repo_file("data/reuters21578.jsonl.zst"));
+    let input = args
+        .input
+        .clone()
+        .unwrap_or_else(|| repo_file("data/reuters21578.jsonl.zst"));
     let schema_path = repo_file("data/reuters-schema.json");
     println!("indexing {} ...", input.display());
     let s = index_cmd::run(&IndexArgs {
@@ -77,16 +80,36 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let t = Instant::now();
     let index = Index::open(&args.index)?;
     let searcher = index.searcher();
-    println!("opened the index in {:.0} µs\n", t.elapsed().as_secs_f64() * 1e6);
+    println!(
+        "opened the index in {:.0} µs\n",
+        t.elapsed().as_secs_f64() * 1e6
+    );
 
-    let qpath = args.queries.clone().unwrap_or_else(|| repo_file("tests/fixtures/reuters-queries-public.jsonl"));
-    let text = std::fs::read_to_string(&qpath).with_context(|| format!("cannot read {}", qpath.display()))?;
+    let qpath = args
+        .queries
+        .clone()
+        .unwrap_or_else(|| repo_file("tests/fixtures/reuters-queries-public.jsonl"));
+    let text = std::fs::read_to_string(&qpath)
+        .with_context(|| format!("cannot read {}", qpath.display()))?;
     let mut queries: Vec<String> = SEED.iter().map(|s| s.to_string()).collect();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line).with_context(|| format!("{}: line {}", qpath.display(), i + 1))?;
-        queries.push(v["query"].as_str().with_context(|| format!("{}: line {}: no \"query\"", qpath.display(), i + 1))?.to_string());
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: line {}", qpath.display(), i + 1))?;
+        queries.push(
+            v["query"]
+                .as_str()
+                .with_context(|| format!("{}: line {}: no \"query\"", qpath.display(), i + 1))?
+                .to_string(),
+        );
     }
-    println!("{:<58} {:>6} {:>9}  top title", "query (default field body)", "hits", "p50 µs");
+    println!(
+        "{:<58} {:>6} {:>9}  top title",
+        "query (default field body)", "hits", "p50 µs"
+    );
     let mut medians = Vec::new();
     for q in &queries {
         let query = searcher.parse_query(q, &["body"])?;
@@ -102,11 +125,20 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         let p50 = times[times.len() / 2];
         medians.push(p50);
         let title = match res.top.first() {
-            Some(h) => searcher.stored_fields(h.doc)?.get("title").and_then(Value::as_str).unwrap_or("").to_string(),
+            Some(h) => searcher
+                .stored_fields(h.doc)?
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             None => String::new(),
         };
         let shown: String = q.chars().take(58).collect();
-        println!("{shown:<58} {:>6} {p50:>9.1}  {}", res.total_hits, title.chars().take(50).collect::<String>());
+        println!(
+            "{shown:<58} {:>6} {p50:>9.1}  {}",
+            res.total_hits,
+            title.chars().take(50).collect::<String>()
+        );
     }
     medians.sort_by(f64::total_cmp);
     println!(

@@ -61,35 +61,54 @@ fn infer_schema(input: &Path) -> Result<Schema> {
     let mut lines = JsonLines::open(input)?;
     let mut samples = Vec::new();
     while samples.len() < INFER_LINES {
-        let Some((n, line)) = lines.next_line()? else { break };
+        let Some((n, line)) = lines.next_line()? else {
+            break;
+        };
         match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
             Ok(m) => samples.push(m),
-            Err(e) => bail!("{}: line {n}, column {}: malformed JSON while inferring the schema: {e}", input.display(), e.column()),
+            Err(e) => bail!(
+                "{}: line {n}, column {}: malformed JSON while inferring the schema: {e}",
+                input.display(),
+                e.column()
+            ),
         }
     }
     if samples.is_empty() {
         bail!("{}: no documents to infer a schema from", input.display());
     }
-    Schema::infer(&samples).with_context(|| format!("{}: inferring the schema from the first {} lines", input.display(), samples.len()))
+    Schema::infer(&samples).with_context(|| {
+        format!(
+            "{}: inferring the schema from the first {} lines",
+            input.display(),
+            samples.len()
+        )
+    })
 }
 
 pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     let schema = match &args.schema {
         None if args.append => None,
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read schema {}", p.display()))?;
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read schema {}", p.display()))?;
             Some(Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?)
         }
         None => {
             let s = infer_schema(&args.input)?;
             if !args.quiet {
-                eprintln!("inferred schema (save it and pass --schema to fix it):\n{}", s.to_json());
+                eprintln!(
+                    "inferred schema (save it and pass --schema to fix it):\n{}",
+                    s.to_json()
+                );
             }
             Some(s)
         }
     };
     let opts = WriterOptions {
-        threads: args.threads.unwrap_or_else(|| WriterOptions::default().threads).max(1),
+        threads: args
+            .threads
+            .unwrap_or_else(|| WriterOptions::default().threads)
+            .max(1),
         ram_budget_bytes: args.ram_mb.max(16) << 20,
         merge_policy: MergePolicy::default(),
         directory: args.directory,
@@ -98,7 +117,11 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         let w = IndexWriter::open(&args.index, opts)?;
         if let (Some(s), Some(p)) = (&schema, &args.schema) {
             if w.schema() != s {
-                bail!("the schema of {} differs from {}", args.index.display(), p.display());
+                bail!(
+                    "the schema of {} differs from {}",
+                    args.index.display(),
+                    p.display()
+                );
             }
         }
         w
@@ -107,12 +130,14 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         if args.overwrite {
             IndexWriter::overwrite(&args.index, schema, opts)?
         } else {
-            IndexWriter::create(&args.index, schema, opts).context("use --append to add to it or --overwrite to replace it")?
+            IndexWriter::create(&args.index, schema, opts)
+                .context("use --append to add to it or --overwrite to replace it")?
         }
     };
     let schema = writer.schema().clone();
     let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).unwrap_or(0);
-    let compressed = !args.input.to_string_lossy().ends_with(".jsonl") && !args.input.to_string_lossy().ends_with(".json");
+    let compressed = !args.input.to_string_lossy().ends_with(".jsonl")
+        && !args.input.to_string_lossy().ends_with(".json");
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else if compressed {
@@ -121,9 +146,11 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         ProgressBar::new(total_bytes)
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}")
-            .expect("template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
     );
     let start = Instant::now();
     let mut lines = JsonLines::open(&args.input)?;
@@ -151,7 +178,11 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             let secs = start.elapsed().as_secs_f64().max(1e-9);
             let read = lines.bytes_read();
             bar.set_position(read);
-            bar.set_message(format!("{docs} docs, {:.0} docs/s, {:.1} MB/s", docs as f64 / secs, read as f64 / 1e6 / secs));
+            bar.set_message(format!(
+                "{docs} docs, {:.0} docs/s, {:.1} MB/s",
+                docs as f64 / secs,
+                read as f64 / 1e6 / secs
+            ));
         }
     }
     bar.set_message("committing");
@@ -165,5 +196,11 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     bar.finish_and_clear();
     let index = quarry::Index::open(&args.index)?;
     let bytes: u64 = quarry::index::inspect(&index).bytes.values().sum();
-    Ok(IndexSummary { docs, skipped, segments: stats.segments, bytes, seconds: start.elapsed().as_secs_f64() })
+    Ok(IndexSummary {
+        docs,
+        skipped,
+        segments: stats.segments,
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }

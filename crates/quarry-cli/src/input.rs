@@ -30,12 +30,16 @@ pub struct JsonLines {
 
 impl JsonLines {
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).with_context(|| format!("cannot open input {}", path.display()))?;
+        let file =
+            File::open(path).with_context(|| format!("cannot open input {}", path.display()))?;
         let name = path.to_string_lossy();
         let inner: Box<dyn Read + Send> = if name.ends_with(".gz") {
             Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)))
         } else if name.ends_with(".zst") || name.ends_with(".zstd") {
-            Box::new(zstd::Decoder::new(file).with_context(|| format!("cannot read zstd input {}", path.display()))?)
+            Box::new(
+                zstd::Decoder::new(file)
+                    .with_context(|| format!("cannot read zstd input {}", path.display()))?,
+            )
         } else {
             Box::new(file)
         };
@@ -51,10 +55,13 @@ impl JsonLines {
     pub fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
         loop {
             self.buf.clear();
-            let n = self
-                .reader
-                .read_line(&mut self.buf)
-                .with_context(|| format!("{}: line {}: cannot read (not UTF-8 or I/O error)", self.path.display(), self.line_no + 1))?;
+            let n = self.reader.read_line(&mut self.buf).with_context(|| {
+                format!(
+                    "{}: line {}: cannot read (not UTF-8 or I/O error)",
+                    self.path.display(),
+                    self.line_no + 1
+                )
+            })?;
             if n == 0 {
                 return Ok(None);
             }

@@ -16,7 +16,11 @@ mod search_cmd;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
-#[command(name = "quarry", version, about = "quarry: a fast full-text search engine")]
+#[command(
+    name = "quarry",
+    version,
+    about = "quarry: a fast full-text search engine"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -73,16 +77,30 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Search(args) => search_cmd::run(&args)?,
         Command::Inspect { index, json } => {
-            let idx = quarry::Index::open(&index).with_context(|| format!("opening index {}", index.display()))?;
+            let idx = quarry::Index::open(&index)
+                .with_context(|| format!("opening index {}", index.display()))?;
             let r = quarry::index::inspect(&idx);
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!("index {} (commit generation {}): {} docs in {} segment(s)", index.display(), r.generation, r.docs, r.segments.len());
+                println!(
+                    "index {} (commit generation {}): {} docs in {} segment(s)",
+                    index.display(),
+                    r.generation,
+                    r.docs,
+                    r.segments.len()
+                );
                 for s in &r.segments {
-                    let terms: Vec<String> = s.terms.iter().map(|(f, n)| format!("{f}={n}")).collect();
+                    let terms: Vec<String> =
+                        s.terms.iter().map(|(f, n)| format!("{f}={n}")).collect();
                     let bytes: u64 = s.bytes.values().sum();
-                    println!("  {}: {} docs, terms [{}], {:.1} MB", s.name, s.docs, terms.join(" "), bytes as f64 / 1e6);
+                    println!(
+                        "  {}: {} docs, terms [{}], {:.1} MB",
+                        s.name,
+                        s.docs,
+                        terms.join(" "),
+                        bytes as f64 / 1e6
+                    );
                 }
                 println!("bytes per file kind:");
                 for (k, v) in &r.bytes {
@@ -92,7 +110,8 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Check { index, directory } => {
-            let r = quarry::check_index(&index, directory).with_context(|| format!("check of {} failed", index.display()))?;
+            let r = quarry::check_index(&index, directory)
+                .with_context(|| format!("check of {} failed", index.display()))?;
             println!(
                 "ok: {} docs in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields)",
                 r.docs,

@@ -36,7 +36,13 @@ pub struct SearchArgs {
 }
 
 /// Runs one query; returns its JSON result and the time the search took.
-pub fn run_one(searcher: &Searcher, fields: &[&str], query: &str, k: usize, mode: SearchMode) -> Result<(Value, f64)> {
+pub fn run_one(
+    searcher: &Searcher,
+    fields: &[&str],
+    query: &str,
+    k: usize,
+    mode: SearchMode,
+) -> Result<(Value, f64)> {
     let start = Instant::now();
     let q = searcher.parse_query(query, fields)?;
     let res = searcher.search(&q, k, mode)?;
@@ -45,15 +51,32 @@ pub fn run_one(searcher: &Searcher, fields: &[&str], query: &str, k: usize, mode
     for h in &res.top {
         top.push(json!({"score": h.score, "doc": Value::Object(searcher.stored_fields(h.doc)?)}));
     }
-    Ok((json!({"query": query, "hits": res.total_hits, "hits_exact": res.hits_exact, "top": top}), micros))
+    Ok((
+        json!({"query": query, "hits": res.total_hits, "hits_exact": res.hits_exact, "top": top}),
+        micros,
+    ))
 }
 
 fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
-    let exact = if v["hits_exact"].as_bool() == Some(true) { "" } else { " (at least)" };
-    writeln!(out, "{} hits{exact} for {} in {:.0} µs", v["hits"], v["query"], micros)?;
+    let exact = if v["hits_exact"].as_bool() == Some(true) {
+        ""
+    } else {
+        " (at least)"
+    };
+    writeln!(
+        out,
+        "{} hits{exact} for {} in {:.0} µs",
+        v["hits"], v["query"], micros
+    )?;
     for (i, h) in v["top"].as_array().into_iter().flatten().enumerate() {
         let doc = h["doc"].as_object().cloned().unwrap_or_default();
-        writeln!(out, "{:>3}. {:.5}  {}", i + 1, h["score"].as_f64().unwrap_or(0.0), summary(&doc))?;
+        writeln!(
+            out,
+            "{:>3}. {:.5}  {}",
+            i + 1,
+            h["score"].as_f64().unwrap_or(0.0),
+            summary(&doc)
+        )?;
     }
     Ok(())
 }
@@ -74,7 +97,8 @@ fn summary(doc: &Map<String, Value>) -> String {
 }
 
 pub fn run(args: &SearchArgs) -> Result<()> {
-    let index = Index::open_with(&args.index, args.directory).with_context(|| format!("opening index {}", args.index.display()))?;
+    let index = Index::open_with(&args.index, args.directory)
+        .with_context(|| format!("opening index {}", args.index.display()))?;
     let searcher = index.searcher();
     let fields: Vec<&str> = args.default_fields.iter().map(String::as_str).collect();
     let stdout = std::io::stdout();
@@ -92,17 +116,25 @@ pub fn run(args: &SearchArgs) -> Result<()> {
             let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
                 Box::new(std::io::BufReader::new(std::io::stdin()))
             } else {
-                Box::new(std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?))
+                Box::new(std::io::BufReader::new(
+                    std::fs::File::open(path)
+                        .with_context(|| format!("cannot open {}", path.display()))?,
+                ))
             };
             for (i, line) in reader.lines().enumerate() {
                 let line = line.with_context(|| format!("{}: line {}", path.display(), i + 1))?;
                 if line.trim().is_empty() {
                     continue;
                 }
-                let obj: Value = serde_json::from_str(&line)
-                    .with_context(|| format!("{}: line {}: malformed JSON", path.display(), i + 1))?;
+                let obj: Value = serde_json::from_str(&line).with_context(|| {
+                    format!("{}: line {}: malformed JSON", path.display(), i + 1)
+                })?;
                 let Some(q) = obj.get("query").and_then(Value::as_str) else {
-                    bail!("{}: line {}: expected an object with a string \"query\"", path.display(), i + 1);
+                    bail!(
+                        "{}: line {}: expected an object with a string \"query\"",
+                        path.display(),
+                        i + 1
+                    );
                 };
                 let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode)
                     .with_context(|| format!("{}: line {}", path.display(), i + 1))?;

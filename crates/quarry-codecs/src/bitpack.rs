@@ -36,7 +36,9 @@ pub const fn packed_len(num_bits: u8) -> usize {
 
 impl BlockCodec {
     pub fn new() -> Self {
-        Self { packer: BitPacker4x::new() }
+        Self {
+            packer: BitPacker4x::new(),
+        }
     }
 
     /// Appends `values` packed with the minimal width; returns that width.
@@ -55,14 +57,21 @@ impl BlockCodec {
         let bits = self.packer.num_bits_sorted(base, values);
         let start = out.len();
         out.resize(start + packed_len(bits), 0);
-        let n = self.packer.compress_sorted(base, values, &mut out[start..], bits);
+        let n = self
+            .packer
+            .compress_sorted(base, values, &mut out[start..], bits);
         debug_assert_eq!(n, packed_len(bits));
         bits
     }
 
     /// Unpacks one block written by [`pack`](Self::pack); returns the bytes consumed.
     #[inline]
-    pub fn unpack(&self, bytes: &[u8], bits: u8, out: &mut [u32; BLOCK_LEN]) -> Result<usize, CodecError> {
+    pub fn unpack(
+        &self,
+        bytes: &[u8],
+        bits: u8,
+        out: &mut [u32; BLOCK_LEN],
+    ) -> Result<usize, CodecError> {
         let len = checked_len(bytes, bits)?;
         self.packer.decompress(&bytes[..len], out, bits);
         Ok(len)
@@ -78,7 +87,8 @@ impl BlockCodec {
         out: &mut [u32; BLOCK_LEN],
     ) -> Result<usize, CodecError> {
         let len = checked_len(bytes, bits)?;
-        self.packer.decompress_sorted(base, &bytes[..len], out, bits);
+        self.packer
+            .decompress_sorted(base, &bytes[..len], out, bits);
         Ok(len)
     }
 }
@@ -86,11 +96,17 @@ impl BlockCodec {
 #[inline]
 fn checked_len(bytes: &[u8], bits: u8) -> Result<usize, CodecError> {
     if bits > 32 {
-        return Err(CodecError::Invalid { what: format!("bit width {bits} > 32") });
+        return Err(CodecError::Invalid {
+            what: format!("bit width {bits} > 32"),
+        });
     }
     let len = packed_len(bits);
     if bytes.len() < len {
-        return Err(CodecError::Truncated { offset: 0, needed: len, available: bytes.len() });
+        return Err(CodecError::Truncated {
+            offset: 0,
+            needed: len,
+            available: bytes.len(),
+        });
     }
     Ok(len)
 }

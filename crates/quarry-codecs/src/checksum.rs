@@ -17,6 +17,9 @@ mod tests {
     fn known_vector() {
         // RFC 3720 test vector: 32 bytes of zeros.
         assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
-        assert_eq!(crc32c_append(crc32c(b"hello "), b"world"), crc32c(b"hello world"));
+        assert_eq!(
+            crc32c_append(crc32c(b"hello "), b"world"),
+            crc32c(b"hello world")
+        );
     }
 }

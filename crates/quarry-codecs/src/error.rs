@@ -6,7 +6,11 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum CodecError {
     #[error("truncated: needed {needed} bytes at offset {offset}, only {available} available")]
-    Truncated { offset: usize, needed: usize, available: usize },
+    Truncated {
+        offset: usize,
+        needed: usize,
+        available: usize,
+    },
     #[error("varint at offset {offset} is longer than {max_bytes} bytes")]
     VarintOverflow { offset: usize, max_bytes: usize },
     #[error("bad magic: expected {expected:#010x}, found {found:#010x}")]

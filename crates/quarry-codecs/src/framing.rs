@@ -56,23 +56,38 @@ pub fn check_frame(file: &[u8], kind: FileKind, min: u32, max: u32) -> Result<He
     }
     let magic = u32::from_le_bytes(file[0..4].try_into().expect("4 bytes"));
     if magic != HEADER_MAGIC {
-        return Err(CodecError::BadMagic { expected: HEADER_MAGIC, found: magic });
+        return Err(CodecError::BadMagic {
+            expected: HEADER_MAGIC,
+            found: magic,
+        });
     }
     let found_kind = FileKind(file[4..8].try_into().expect("4 bytes"));
     if found_kind != kind {
-        return Err(CodecError::WrongKind { expected: kind.to_string(), found: found_kind.to_string() });
+        return Err(CodecError::WrongKind {
+            expected: kind.to_string(),
+            found: found_kind.to_string(),
+        });
     }
     let version = u32::from_le_bytes(file[8..12].try_into().expect("4 bytes"));
     if version < min {
-        return Err(CodecError::TooOld { found: version, min });
+        return Err(CodecError::TooOld {
+            found: version,
+            min,
+        });
     }
     if version > max {
-        return Err(CodecError::TooNew { found: version, max });
+        return Err(CodecError::TooNew {
+            found: version,
+            max,
+        });
     }
     let fpos = file.len() - FOOTER_LEN;
     let fmagic = u32::from_le_bytes(file[fpos..fpos + 4].try_into().expect("4 bytes"));
     if fmagic != FOOTER_MAGIC {
-        return Err(CodecError::BadMagic { expected: FOOTER_MAGIC, found: fmagic });
+        return Err(CodecError::BadMagic {
+            expected: FOOTER_MAGIC,
+            found: fmagic,
+        });
     }
     Ok(Header { kind, version })
 }
@@ -80,7 +95,11 @@ pub fn check_frame(file: &[u8], kind: FileKind, min: u32, max: u32) -> Result<He
 /// Verifies the footer CRC over the whole file.
 pub fn check_crc(file: &[u8]) -> Result<(), CodecError> {
     if file.len() < FOOTER_LEN {
-        return Err(CodecError::Truncated { offset: 0, needed: FOOTER_LEN, available: file.len() });
+        return Err(CodecError::Truncated {
+            offset: 0,
+            needed: FOOTER_LEN,
+            available: file.len(),
+        });
     }
     let split = file.len() - 4;
     let stored = u32::from_le_bytes(file[split..].try_into().expect("4 bytes"));
@@ -103,7 +122,11 @@ mod tests {
 
     fn sample() -> Vec<u8> {
         let mut f = Vec::new();
-        Header { kind: K, version: 3 }.write(&mut f);
+        Header {
+            kind: K,
+            version: 3,
+        }
+        .write(&mut f);
         f.extend_from_slice(b"payload");
         write_footer(&mut f);
         f
@@ -126,9 +149,18 @@ mod tests {
     #[test]
     fn version_range_and_truncation() {
         let f = sample();
-        assert!(matches!(check_frame(&f, K, 4, 5), Err(CodecError::TooOld { .. })));
-        assert!(matches!(check_frame(&f, K, 1, 2), Err(CodecError::TooNew { .. })));
-        assert!(matches!(check_frame(&f, FileKind(*b"XXXX"), 1, 3), Err(CodecError::WrongKind { .. })));
+        assert!(matches!(
+            check_frame(&f, K, 4, 5),
+            Err(CodecError::TooOld { .. })
+        ));
+        assert!(matches!(
+            check_frame(&f, K, 1, 2),
+            Err(CodecError::TooNew { .. })
+        ));
+        assert!(matches!(
+            check_frame(&f, FileKind(*b"XXXX"), 1, 3),
+            Err(CodecError::WrongKind { .. })
+        ));
         for n in 0..f.len() {
             let t = &f[..n];
             assert!(check_frame(t, K, 1, 3).is_err() || check_crc(t).is_err());

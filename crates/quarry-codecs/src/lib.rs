@@ -11,7 +11,7 @@ pub mod framing;
 pub mod reader;
 pub mod varint;
 
-pub use bitpack::{BLOCK_LEN, BlockCodec};
+pub use bitpack::{BlockCodec, BLOCK_LEN};
 pub use checksum::crc32c;
 pub use error::CodecError;
 pub use framing::{FileKind, Header, FOOTER_LEN, HEADER_LEN};

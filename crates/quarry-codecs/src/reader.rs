@@ -28,9 +28,15 @@ impl<'a> ByteReader<'a> {
     /// The next `n` bytes, advancing past them.
     #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or(
-            CodecError::Truncated { offset: self.pos, needed: n, available: self.remaining() },
-        )?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or(CodecError::Truncated {
+                offset: self.pos,
+                needed: n,
+                available: self.remaining(),
+            })?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -41,15 +47,21 @@ impl<'a> ByteReader<'a> {
     }
     #[inline]
     pub fn u16(&mut self) -> Result<u16, CodecError> {
-        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes")))
+        Ok(u16::from_le_bytes(
+            self.bytes(2)?.try_into().expect("2 bytes"),
+        ))
     }
     #[inline]
     pub fn u32(&mut self) -> Result<u32, CodecError> {
-        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(
+            self.bytes(4)?.try_into().expect("4 bytes"),
+        ))
     }
     #[inline]
     pub fn u64(&mut self) -> Result<u64, CodecError> {
-        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.bytes(8)?.try_into().expect("8 bytes"),
+        ))
     }
     #[inline]
     pub fn f32(&mut self) -> Result<f32, CodecError> {
@@ -66,7 +78,9 @@ impl<'a> ByteReader<'a> {
     /// A varint length followed by that many bytes.
     pub fn len_prefixed(&mut self) -> Result<&'a [u8], CodecError> {
         let n = self.vu64()?;
-        let n = usize::try_from(n).map_err(|_| CodecError::Invalid { what: format!("length {n}") })?;
+        let n = usize::try_from(n).map_err(|_| CodecError::Invalid {
+            what: format!("length {n}"),
+        })?;
         self.bytes(n)
     }
 }

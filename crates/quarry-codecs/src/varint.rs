@@ -25,11 +25,18 @@ pub fn read_u64(bytes: &[u8], pos: &mut usize) -> Result<u64, CodecError> {
     let mut shift = 0u32;
     loop {
         let Some(&b) = bytes.get(*pos) else {
-            return Err(CodecError::Truncated { offset: *pos, needed: 1, available: 0 });
+            return Err(CodecError::Truncated {
+                offset: *pos,
+                needed: 1,
+                available: 0,
+            });
         };
         *pos += 1;
         if shift == 63 && b > 1 {
-            return Err(CodecError::VarintOverflow { offset: start, max_bytes: 10 });
+            return Err(CodecError::VarintOverflow {
+                offset: start,
+                max_bytes: 10,
+            });
         }
         v |= u64::from(b & 0x7f) << shift;
         if b < 0x80 {
@@ -37,7 +44,10 @@ pub fn read_u64(bytes: &[u8], pos: &mut usize) -> Result<u64, CodecError> {
         }
         shift += 7;
         if shift > 63 {
-            return Err(CodecError::VarintOverflow { offset: start, max_bytes: 10 });
+            return Err(CodecError::VarintOverflow {
+                offset: start,
+                max_bytes: 10,
+            });
         }
     }
 }
@@ -47,7 +57,10 @@ pub fn read_u64(bytes: &[u8], pos: &mut usize) -> Result<u64, CodecError> {
 pub fn read_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, CodecError> {
     let start = *pos;
     let v = read_u64(bytes, pos)?;
-    u32::try_from(v).map_err(|_| CodecError::VarintOverflow { offset: start, max_bytes: 5 })
+    u32::try_from(v).map_err(|_| CodecError::VarintOverflow {
+        offset: start,
+        max_bytes: 5,
+    })
 }
 
 #[cfg(test)]
@@ -77,9 +90,15 @@ mod tests {
     #[test]
     fn truncated_and_overflow() {
         let mut pos = 0;
-        assert!(matches!(read_u64(&[0x80, 0x80], &mut pos), Err(CodecError::Truncated { .. })));
+        assert!(matches!(
+            read_u64(&[0x80, 0x80], &mut pos),
+            Err(CodecError::Truncated { .. })
+        ));
         let mut pos = 0;
-        assert!(matches!(read_u64(&[0xff; 11], &mut pos), Err(CodecError::VarintOverflow { .. })));
+        assert!(matches!(
+            read_u64(&[0xff; 11], &mut pos),
+            Err(CodecError::VarintOverflow { .. })
+        ));
         let mut buf = Vec::new();
         write_u64(&mut buf, u64::from(u32::MAX) + 1);
         let mut pos = 0;

@@ -38,7 +38,11 @@ impl Bytes {
         }
         // SAFETY: range.start <= self.len was checked, so the pointer stays inside the owner.
         let ptr = unsafe { self.ptr.add(range.start) };
-        Some(Bytes { owner: self.owner.clone(), ptr, len: range.end - range.start })
+        Some(Bytes {
+            owner: self.owner.clone(),
+            ptr,
+            len: range.end - range.start,
+        })
     }
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

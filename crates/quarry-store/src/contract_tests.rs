@@ -23,7 +23,10 @@ fn reads_what_was_written(dir: &dyn Directory) {
     assert_eq!(&*h.read_bytes(10, 20).unwrap(), &data[10..20]);
     assert_eq!(h.read_bytes(5, 5).unwrap().len(), 0);
     let end = data.len() as u64;
-    assert!(matches!(h.read_bytes(end - 1, end + 1), Err(StoreError::OutOfBounds { .. })));
+    assert!(matches!(
+        h.read_bytes(end - 1, end + 1),
+        Err(StoreError::OutOfBounds { .. })
+    ));
     #[allow(clippy::reversed_empty_ranges)]
     let backwards = h.read_bytes(8, 4);
     assert!(backwards.is_err());
@@ -38,7 +41,10 @@ fn empty_file(dir: &dyn Directory) {
 
 fn missing_and_bad_names(dir: &dyn Directory) {
     assert!(matches!(dir.open("nope"), Err(StoreError::NotFound { .. })));
-    assert!(matches!(dir.open("../etc/passwd"), Err(StoreError::BadName { .. })));
+    assert!(matches!(
+        dir.open("../etc/passwd"),
+        Err(StoreError::BadName { .. })
+    ));
     assert!(dir.create("a/b").is_err());
     assert!(!dir.exists("nope"));
 }
@@ -86,15 +92,30 @@ macro_rules! contract {
                 (t, d)
             }
             #[test]
-            fn reads() { let (_t, d) = dir(); reads_what_was_written(&*d); }
+            fn reads() {
+                let (_t, d) = dir();
+                reads_what_was_written(&*d);
+            }
             #[test]
-            fn empty() { let (_t, d) = dir(); empty_file(&*d); }
+            fn empty() {
+                let (_t, d) = dir();
+                empty_file(&*d);
+            }
             #[test]
-            fn names() { let (_t, d) = dir(); missing_and_bad_names(&*d); }
+            fn names() {
+                let (_t, d) = dir();
+                missing_and_bad_names(&*d);
+            }
             #[test]
-            fn atomic() { let (_t, d) = dir(); atomic_write_rename_delete_list(&*d); }
+            fn atomic() {
+                let (_t, d) = dir();
+                atomic_write_rename_delete_list(&*d);
+            }
             #[test]
-            fn threads() { let (_t, d) = dir(); shared_across_threads(d); }
+            fn threads() {
+                let (_t, d) = dir();
+                shared_across_threads(d);
+            }
         }
     };
 }

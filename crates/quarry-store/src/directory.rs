@@ -60,7 +60,8 @@ pub trait Directory: Send + Sync + Debug {
     fn atomic_write(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let tmp = format!("{name}.tmp");
         let mut w = self.create(&tmp)?;
-        w.write_all(bytes).map_err(|e| StoreError::io("write", self.path().join(&tmp), e))?;
+        w.write_all(bytes)
+            .map_err(|e| StoreError::io("write", self.path().join(&tmp), e))?;
         w.finish()?;
         self.rename(&tmp, name)?;
         self.sync_dir()
@@ -85,7 +86,9 @@ impl std::str::FromStr for DirectoryKind {
         match s {
             "mmap" => Ok(Self::Mmap),
             "pread" => Ok(Self::Pread),
-            other => Err(format!("unknown directory kind {other:?} (expected mmap or pread)")),
+            other => Err(format!(
+                "unknown directory kind {other:?} (expected mmap or pread)"
+            )),
         }
     }
 }
@@ -116,15 +119,24 @@ pub struct FsDirectory {
 impl FsDirectory {
     pub fn open(path: &Path) -> Result<Self> {
         fs::create_dir_all(path).map_err(|e| StoreError::io("create directory", path, e))?;
-        Ok(Self { root: path.to_path_buf() })
+        Ok(Self {
+            root: path.to_path_buf(),
+        })
     }
     pub fn path(&self) -> &Path {
         &self.root
     }
     /// The full path of `name`, refusing names that would escape the folder.
     pub fn resolve(&self, name: &str) -> Result<PathBuf> {
-        if name.is_empty() || name.contains('/') || name.contains('\\') || name == "." || name == ".." {
-            return Err(StoreError::BadName { name: name.to_string() });
+        if name.is_empty()
+            || name.contains('/')
+            || name.contains('\\')
+            || name == "."
+            || name == ".."
+        {
+            return Err(StoreError::BadName {
+                name: name.to_string(),
+            });
         }
         Ok(self.root.join(name))
     }
@@ -141,7 +153,11 @@ impl FsDirectory {
             .truncate(true)
             .open(&path)
             .map_err(|e| StoreError::io("create", &path, e))?;
-        Ok(Box::new(FsWriter { inner: std::io::BufWriter::with_capacity(1 << 16, file), path, len: 0 }))
+        Ok(Box::new(FsWriter {
+            inner: std::io::BufWriter::with_capacity(1 << 16, file),
+            path,
+            len: 0,
+        }))
     }
     pub fn exists(&self, name: &str) -> bool {
         self.resolve(name).map(|p| p.exists()).unwrap_or(false)
@@ -167,8 +183,10 @@ impl FsDirectory {
         Ok(names)
     }
     pub fn sync_dir(&self) -> Result<()> {
-        let d = File::open(&self.root).map_err(|e| StoreError::io("open directory", &self.root, e))?;
-        d.sync_all().map_err(|e| StoreError::io("fsync directory", &self.root, e))
+        let d =
+            File::open(&self.root).map_err(|e| StoreError::io("open directory", &self.root, e))?;
+        d.sync_all()
+            .map_err(|e| StoreError::io("fsync directory", &self.root, e))
     }
 }
 
@@ -192,8 +210,11 @@ impl Write for FsWriter {
 impl FileWriter for FsWriter {
     fn finish(self: Box<Self>) -> Result<u64> {
         let FsWriter { inner, path, len } = *self;
-        let file = inner.into_inner().map_err(|e| StoreError::io("write", &path, e.into_error()))?;
-        file.sync_all().map_err(|e| StoreError::io("fsync", &path, e))?;
+        let file = inner
+            .into_inner()
+            .map_err(|e| StoreError::io("write", &path, e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| StoreError::io("fsync", &path, e))?;
         Ok(len)
     }
 }
@@ -201,11 +222,16 @@ impl FileWriter for FsWriter {
 /// Drops the page cache of `file` (after an fsync, so dirty pages are written first).
 pub(crate) fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
-    file.sync_all().map_err(|e| StoreError::io("fsync", path, e))?;
+    file.sync_all()
+        .map_err(|e| StoreError::io("fsync", path, e))?;
     // SAFETY: the fd is valid for the lifetime of `file`; posix_fadvise only takes integers.
     let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     if rc != 0 {
-        return Err(StoreError::io("posix_fadvise", path, std::io::Error::from_raw_os_error(rc)));
+        return Err(StoreError::io(
+            "posix_fadvise",
+            path,
+            std::io::Error::from_raw_os_error(rc),
+        ));
     }
     Ok(())
 }

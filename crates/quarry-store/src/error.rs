@@ -8,11 +8,21 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum StoreError {
     #[error("{op} {path}: {source}")]
-    Io { op: &'static str, path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("file not found: {path}")]
     NotFound { path: PathBuf },
     #[error("read of {path} at [{start}, {end}) is past its end ({len} bytes)")]
-    OutOfBounds { path: PathBuf, start: u64, end: u64, len: u64 },
+    OutOfBounds {
+        path: PathBuf,
+        start: u64,
+        end: u64,
+        len: u64,
+    },
     #[error("invalid file name {name:?}: names are plain file names inside the index directory")]
     BadName { name: String },
 }

@@ -16,7 +16,9 @@ mod pread;
 mod contract_tests;
 
 pub use bytes::Bytes;
-pub use directory::{Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory, open_directory};
+pub use directory::{
+    open_directory, Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory,
+};
 pub use error::{Result, StoreError};
 pub use mmap::MmapDirectory;
 pub use pread::PreadDirectory;

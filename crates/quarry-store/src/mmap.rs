@@ -17,7 +17,9 @@ pub struct MmapDirectory {
 
 impl MmapDirectory {
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { fs: FsDirectory::open(path)? })
+        Ok(Self {
+            fs: FsDirectory::open(path)?,
+        })
     }
 }
 
@@ -39,8 +41,16 @@ impl FileHandle for MappedFile {
         self.bytes.len() as u64
     }
     fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes> {
-        let oob = || StoreError::OutOfBounds { path: self.path.clone(), start, end, len: self.len() };
-        let (s, e) = (usize::try_from(start).map_err(|_| oob())?, usize::try_from(end).map_err(|_| oob())?);
+        let oob = || StoreError::OutOfBounds {
+            path: self.path.clone(),
+            start,
+            end,
+            len: self.len(),
+        };
+        let (s, e) = (
+            usize::try_from(start).map_err(|_| oob())?,
+            usize::try_from(end).map_err(|_| oob())?,
+        );
         self.bytes.slice(s..e).ok_or_else(oob)
     }
     fn name(&self) -> &str {
@@ -60,7 +70,10 @@ impl Directory for MmapDirectory {
     }
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         let (path, file) = self.fs.open_file(name)?;
-        let len = file.metadata().map_err(|e| StoreError::io("stat", &path, e))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", &path, e))?
+            .len();
         let bytes = if len == 0 {
             // mmap of an empty file fails on Linux; an empty buffer is equivalent.
             Bytes::empty()
@@ -70,7 +83,12 @@ impl Directory for MmapDirectory {
             let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", &path, e))?;
             Bytes::from_owner(Arc::new(map))
         };
-        Ok(Arc::new(MappedFile { name: name.to_string(), path, file, bytes }))
+        Ok(Arc::new(MappedFile {
+            name: name.to_string(),
+            path,
+            file,
+            bytes,
+        }))
     }
     fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
         self.fs.create(name)

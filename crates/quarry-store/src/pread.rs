@@ -16,7 +16,9 @@ pub struct PreadDirectory {
 
 impl PreadDirectory {
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { fs: FsDirectory::open(path)? })
+        Ok(Self {
+            fs: FsDirectory::open(path)?,
+        })
     }
 }
 
@@ -34,10 +36,17 @@ impl FileHandle for PreadFile {
     }
     fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes> {
         if start > end || end > self.len {
-            return Err(StoreError::OutOfBounds { path: self.path.clone(), start, end, len: self.len });
+            return Err(StoreError::OutOfBounds {
+                path: self.path.clone(),
+                start,
+                end,
+                len: self.len,
+            });
         }
         let mut buf = vec![0u8; (end - start) as usize];
-        self.file.read_exact_at(&mut buf, start).map_err(|e| StoreError::io("pread", &self.path, e))?;
+        self.file
+            .read_exact_at(&mut buf, start)
+            .map_err(|e| StoreError::io("pread", &self.path, e))?;
         Ok(Bytes::from_vec(buf))
     }
     fn name(&self) -> &str {
@@ -54,8 +63,16 @@ impl Directory for PreadDirectory {
     }
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         let (path, file) = self.fs.open_file(name)?;
-        let len = file.metadata().map_err(|e| StoreError::io("stat", &path, e))?.len();
-        Ok(Arc::new(PreadFile { name: name.to_string(), path, file, len }))
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", &path, e))?
+            .len();
+        Ok(Arc::new(PreadFile {
+            name: name.to_string(),
+            path,
+            file,
+            len,
+        }))
     }
     fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
         self.fs.create(name)

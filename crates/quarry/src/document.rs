@@ -30,7 +30,8 @@ impl Document {
         })?;
         let ft = schema.field(id).field_type;
         match (&value, ft) {
-            (FieldValue::Str(_), FieldType::Text | FieldType::Keyword) | (FieldValue::Int(_), FieldType::Integer) => {}
+            (FieldValue::Str(_), FieldType::Text | FieldType::Keyword)
+            | (FieldValue::Int(_), FieldType::Integer) => {}
             (v, t) => {
                 return Err(Error::Document {
                     field: field.to_string(),
@@ -57,11 +58,15 @@ impl Document {
     }
 
     pub fn from_map(schema: &Schema, obj: &Map<String, Value>) -> Result<Self> {
-        let mut doc = Document { values: Vec::with_capacity(obj.len()) };
+        let mut doc = Document {
+            values: Vec::with_capacity(obj.len()),
+        };
         for (k, v) in obj {
             let id = schema.field_id(k).ok_or_else(|| Error::Document {
                 field: k.clone(),
-                reason: "unknown field: it is not in the schema (add it, or drop it from the input)".into(),
+                reason:
+                    "unknown field: it is not in the schema (add it, or drop it from the input)"
+                        .into(),
             })?;
             let ft = schema.field(id).field_type;
             match v {
@@ -80,14 +85,23 @@ impl Document {
     fn push_json(&mut self, name: &str, id: u32, ft: FieldType, v: &Value) -> Result<()> {
         let value = match (ft, v) {
             (FieldType::Text | FieldType::Keyword, Value::String(s)) => FieldValue::Str(s.clone()),
-            (FieldType::Integer, Value::Number(n)) if n.as_i64().is_some() => FieldValue::Int(n.as_i64().expect("checked")),
+            (FieldType::Integer, Value::Number(n)) if n.as_i64().is_some() => {
+                FieldValue::Int(n.as_i64().expect("checked"))
+            }
             (FieldType::Integer, Value::Number(n)) => {
-                return Err(Error::Document { field: name.into(), reason: format!("{n} is not an integer in the i64 range") })
+                return Err(Error::Document {
+                    field: name.into(),
+                    reason: format!("{n} is not an integer in the i64 range"),
+                })
             }
             (t, other) => {
                 return Err(Error::Document {
                     field: name.into(),
-                    reason: format!("expected a {} value, found {}", type_word(t), json_word(other)),
+                    reason: format!(
+                        "expected a {} value, found {}",
+                        type_word(t),
+                        json_word(other)
+                    ),
                 })
             }
         };
@@ -131,9 +145,13 @@ mod tests {
         let s = Schema::builder().integer("id").text("body", true).build();
         let d = Document::from_json(&s, r#"{"id": 3, "body": ["a", "b"]}"#).unwrap();
         assert_eq!(d.values.len(), 3);
-        let e = Document::from_json(&s, r#"{"id": "x"}"#).unwrap_err().to_string();
+        let e = Document::from_json(&s, r#"{"id": "x"}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"id\"") && e.contains("integer"), "{e}");
-        let e = Document::from_json(&s, r#"{"nope": 1}"#).unwrap_err().to_string();
+        let e = Document::from_json(&s, r#"{"nope": 1}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field"), "{e}");
         let e = Document::from_json(&s, r#"{"id": 1,"#).unwrap_err();
         assert!(matches!(e, Error::Json { .. }), "{e}");

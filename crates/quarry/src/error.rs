@@ -34,15 +34,26 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn corrupt(file: impl Into<String>, reason: impl std::fmt::Display) -> Self {
-        Error::Corrupt { file: file.into(), reason: reason.to_string() }
+        Error::Corrupt {
+            file: file.into(),
+            reason: reason.to_string(),
+        }
     }
 
     /// Maps a codec error met while decoding `file` to `Corrupt`/`TooOld`/`TooNew`.
     pub(crate) fn codec(file: &str, e: quarry_codecs::CodecError) -> Self {
         use quarry_codecs::CodecError as C;
         match e {
-            C::TooOld { found, min } => Error::TooOld { file: file.to_string(), found, min },
-            C::TooNew { found, max } => Error::TooNew { file: file.to_string(), found, max },
+            C::TooOld { found, min } => Error::TooOld {
+                file: file.to_string(),
+                found,
+                min,
+            },
+            C::TooNew { found, max } => Error::TooNew {
+                file: file.to_string(),
+                found,
+                max,
+            },
             other => Error::corrupt(file, other),
         }
     }

@@ -103,22 +103,32 @@ impl Schema {
                 )));
             }
             if by_name.insert(f.name.clone(), i as u32).is_some() {
-                return Err(Error::Schema(format!("field {:?} is declared twice", f.name)));
+                return Err(Error::Schema(format!(
+                    "field {:?} is declared twice",
+                    f.name
+                )));
             }
             analyzers.push(match f.field_type {
                 FieldType::Text => Some(analyzer_by_name(&f.analyzer).ok_or_else(|| {
-                    Error::Schema(format!("field {:?}: unknown analyzer {:?} (known: standard)", f.name, f.analyzer))
+                    Error::Schema(format!(
+                        "field {:?}: unknown analyzer {:?} (known: standard)",
+                        f.name, f.analyzer
+                    ))
                 })?),
                 _ => None,
             });
         }
-        Ok(Self { fields: Arc::new(fields), by_name: Arc::new(by_name), analyzers: Arc::new(analyzers) })
+        Ok(Self {
+            fields: Arc::new(fields),
+            by_name: Arc::new(by_name),
+            analyzers: Arc::new(analyzers),
+        })
     }
 
     /// Parses the JSON schema format.
     pub fn from_json(text: &str) -> Result<Self> {
-        let file: SchemaFile =
-            serde_json::from_str(text).map_err(|e| Error::Schema(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+        let file: SchemaFile = serde_json::from_str(text)
+            .map_err(|e| Error::Schema(format!("line {}, column {}: {e}", e.line(), e.column())))?;
         let mut fields = file.fields;
         for f in &mut fields {
             if f.field_type != FieldType::Text {
@@ -129,11 +139,17 @@ impl Schema {
     }
 
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&SchemaFile { fields: self.fields.to_vec() }).expect("schema serializes")
+        serde_json::to_string_pretty(&SchemaFile {
+            fields: self.fields.to_vec(),
+        })
+        .expect("schema serializes")
     }
 
     pub(crate) fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(SchemaFile { fields: self.fields.to_vec() }).expect("schema serializes")
+        serde_json::to_value(SchemaFile {
+            fields: self.fields.to_vec(),
+        })
+        .expect("schema serializes")
     }
 
     pub(crate) fn from_value(v: &serde_json::Value) -> Result<Self> {
@@ -159,12 +175,18 @@ impl Schema {
     }
     /// Names of the text fields, in schema order.
     pub fn text_fields(&self) -> Vec<&str> {
-        self.fields.iter().filter(|f| f.field_type == FieldType::Text).map(|f| f.name.as_str()).collect()
+        self.fields
+            .iter()
+            .filter(|f| f.field_type == FieldType::Text)
+            .map(|f| f.name.as_str())
+            .collect()
     }
 
     /// Infers a schema from sample JSON objects: strings (and arrays of strings) become text
     /// fields, integers become integer fields. Fields keep first-seen order.
-    pub fn infer<'a>(samples: impl IntoIterator<Item = &'a serde_json::Map<String, serde_json::Value>>) -> Result<Self> {
+    pub fn infer<'a>(
+        samples: impl IntoIterator<Item = &'a serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Self> {
         use serde_json::Value;
         let mut order: Vec<String> = Vec::new();
         let mut types: HashMap<String, FieldType> = HashMap::new();
@@ -199,7 +221,12 @@ impl Schema {
             .into_iter()
             .map(|name| {
                 let field_type = types[&name];
-                FieldEntry { name, field_type, stored: true, analyzer: standard() }
+                FieldEntry {
+                    name,
+                    field_type,
+                    stored: true,
+                    analyzer: standard(),
+                }
             })
             .collect();
         Self::new(fields)
@@ -214,15 +241,30 @@ pub struct SchemaBuilder {
 
 impl SchemaBuilder {
     pub fn text(mut self, name: &str, stored: bool) -> Self {
-        self.fields.push(FieldEntry { name: name.into(), field_type: FieldType::Text, stored, analyzer: standard() });
+        self.fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Text,
+            stored,
+            analyzer: standard(),
+        });
         self
     }
     pub fn keyword(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry { name: name.into(), field_type: FieldType::Keyword, stored: true, analyzer: standard() });
+        self.fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Keyword,
+            stored: true,
+            analyzer: standard(),
+        });
         self
     }
     pub fn integer(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry { name: name.into(), field_type: FieldType::Integer, stored: true, analyzer: standard() });
+        self.fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Integer,
+            stored: true,
+            analyzer: standard(),
+        });
         self
     }
     /// Panics only on programmer error (duplicate names), like a builder should; use
@@ -245,11 +287,19 @@ mod tests {
         assert_eq!(s.field_id("body"), Some(1));
         assert!(!s.field(1).stored);
         assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
-        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"float"}]}"#).unwrap_err().to_string();
+        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"float"}]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 1"), "{e}");
         assert!(Schema::from_json(r#"{"fields":[{"name":"x","type":"text","bogus":1}]}"#).is_err());
-        assert!(Schema::from_json(r#"{"fields":[{"name":"x","type":"text"},{"name":"x","type":"text"}]}"#).is_err());
-        assert!(Schema::from_json(r#"{"fields":[{"name":"x","type":"text","analyzer":"klingon"}]}"#).is_err());
+        assert!(Schema::from_json(
+            r#"{"fields":[{"name":"x","type":"text"},{"name":"x","type":"text"}]}"#
+        )
+        .is_err());
+        assert!(Schema::from_json(
+            r#"{"fields":[{"name":"x","type":"text","analyzer":"klingon"}]}"#
+        )
+        .is_err());
     }
 
     #[test]
@@ -259,9 +309,22 @@ mod tests {
             serde_json::from_str(r#"{"id":2,"body":"b","title":null}"#).unwrap(),
         ];
         let s = Schema::infer(&docs).unwrap();
-        let names: Vec<_> = s.fields().iter().map(|f| (f.name.as_str(), f.field_type)).collect();
-        assert_eq!(names, vec![("id", FieldType::Integer), ("title", FieldType::Text), ("topics", FieldType::Text), ("body", FieldType::Text)]);
-        let bad: Vec<serde_json::Map<String, serde_json::Value>> = vec![serde_json::from_str(r#"{"x":1.5}"#).unwrap()];
+        let names: Vec<_> = s
+            .fields()
+            .iter()
+            .map(|f| (f.name.as_str(), f.field_type))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("id", FieldType::Integer),
+                ("title", FieldType::Text),
+                ("topics", FieldType::Text),
+                ("body", FieldType::Text)
+            ]
+        );
+        let bad: Vec<serde_json::Map<String, serde_json::Value>> =
+            vec![serde_json::from_str(r#"{"x":1.5}"#).unwrap()];
         assert!(Schema::infer(&bad).is_err());
     }
 }

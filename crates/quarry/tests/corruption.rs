@@ -15,7 +15,14 @@ fn build(dir: &Path) {
 fn exercise(dir: &Path, kind: DirectoryKind) -> quarry::Result<()> {
     let index = Index::open_with(dir, kind)?;
     let s = index.searcher();
-    for q in ["oil", "the", "\"oil prices\"", "trade OR export", "+said -oil", "pri*"] {
+    for q in [
+        "oil",
+        "the",
+        "\"oil prices\"",
+        "trade OR export",
+        "+said -oil",
+        "pri*",
+    ] {
         let query = s.parse_query(q, &["body", "title"])?;
         let r = s.search(&query, 10, SearchMode::TopCount)?;
         for h in r.top {
@@ -34,14 +41,20 @@ fn every_flipped_byte_is_detected_and_names_the_file() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let kinds = ["commit_", ".meta", ".terms", ".post", ".pos", ".norms", ".store"];
+    let kinds = [
+        "commit_", ".meta", ".terms", ".post", ".pos", ".norms", ".store",
+    ];
     for kind in kinds {
-        let name = files.iter().find(|f| f.contains(kind)).unwrap_or_else(|| panic!("no {kind} file in {files:?}"));
+        let name = files
+            .iter()
+            .find(|f| f.contains(kind))
+            .unwrap_or_else(|| panic!("no {kind} file in {files:?}"));
         let path = tmp.path().join(name);
         let original = std::fs::read(&path).unwrap();
         let len = original.len();
         // Header, footer, and a spread of body positions.
-        let mut positions: Vec<usize> = vec![0, 5, 9, 13, len / 3, len / 2, len - 9, len - 6, len - 1];
+        let mut positions: Vec<usize> =
+            vec![0, 5, 9, 13, len / 3, len / 2, len - 9, len - 6, len - 1];
         positions.extend((0..len).step_by((len / 40).max(1)));
         for pos in positions {
             let mut bad = original.clone();
@@ -53,17 +66,27 @@ fn every_flipped_byte_is_detected_and_names_the_file() {
                 let err = match (&opened, &checked) {
                     (_, Err(e)) => e.to_string(),
                     (Err(e), Ok(_)) => e.to_string(),
-                    (Ok(()), Ok(_)) => panic!("flip at byte {pos} of {name} went unnoticed by open, search and check"),
+                    (Ok(()), Ok(_)) => panic!(
+                        "flip at byte {pos} of {name} went unnoticed by open, search and check"
+                    ),
                 };
-                assert!(err.contains(name.as_str()), "error for byte {pos} of {name} does not name the file: {err}");
+                assert!(
+                    err.contains(name.as_str()),
+                    "error for byte {pos} of {name} does not name the file: {err}"
+                );
                 if let Err(e) = &opened {
-                    assert!(e.to_string().contains(name.as_str()), "open/search error does not name {name}: {e}");
+                    assert!(
+                        e.to_string().contains(name.as_str()),
+                        "open/search error does not name {name}: {e}"
+                    );
                 }
             }
         }
         // Truncation too.
         std::fs::write(&path, &original[..len / 2]).unwrap();
-        let e = check_index(tmp.path(), DirectoryKind::Mmap).unwrap_err().to_string();
+        let e = check_index(tmp.path(), DirectoryKind::Mmap)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(name.as_str()), "truncated {name}: {e}");
         std::fs::write(&path, &original).unwrap();
     }
@@ -86,7 +109,10 @@ fn newer_and_older_versions_are_refused_by_name() {
         std::fs::write(&post, &bad).unwrap();
         let e = Index::open(tmp.path()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains(word) && msg.contains(post.file_name().unwrap().to_str().unwrap()), "{msg}");
+        assert!(
+            msg.contains(word) && msg.contains(post.file_name().unwrap().to_str().unwrap()),
+            "{msg}"
+        );
         match version {
             2 => assert!(matches!(e, quarry::Error::TooNew { .. })),
             _ => assert!(matches!(e, quarry::Error::TooOld { .. })),

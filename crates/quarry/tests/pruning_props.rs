@@ -5,9 +5,13 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use quarry::codec::norms::length_to_norm;
 use quarry::search::bm25::FieldStats;
-use quarry::{Bm25, Document, FieldValue, Index, IndexWriter, MergePolicy, Schema, SearchMode, WriterOptions};
+use quarry::{
+    Bm25, Document, FieldValue, Index, IndexWriter, MergePolicy, Schema, SearchMode, WriterOptions,
+};
 
-const VOCAB: [&str; 12] = ["oil", "gas", "tax", "bank", "rate", "trade", "yen", "gold", "corn", "ship", "steel", "wheat"];
+const VOCAB: [&str; 12] = [
+    "oil", "gas", "tax", "bank", "rate", "trade", "yen", "gold", "corn", "ship", "steel", "wheat",
+];
 
 /// Random documents: word indexes with a skewed distribution so some terms span many blocks.
 fn docs_strategy() -> impl Strategy<Value = Vec<Vec<usize>>> {
@@ -32,8 +36,16 @@ fn query_strategy() -> impl Strategy<Value = Q> {
 
 fn text(q: &Q) -> String {
     match q {
-        Q::Or(ws) => ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" OR "),
-        Q::And(ws) => ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" AND "),
+        Q::Or(ws) => ws
+            .iter()
+            .map(|&w| VOCAB[w])
+            .collect::<Vec<_>>()
+            .join(" OR "),
+        Q::And(ws) => ws
+            .iter()
+            .map(|&w| VOCAB[w])
+            .collect::<Vec<_>>()
+            .join(" AND "),
         Q::Mixed(a, b, c) => format!("+{} {} -{}", VOCAB[*a], VOCAB[*b], VOCAB[*c]),
     }
 }
@@ -42,7 +54,10 @@ fn text(q: &Q) -> String {
 fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
     let n_with = docs.iter().filter(|d| !d.is_empty()).count() as u64;
     let total: u64 = docs.iter().map(|d| d.len() as u64).sum();
-    let stats = FieldStats { doc_count: n_with, sum_total_term_freq: total };
+    let stats = FieldStats {
+        doc_count: n_with,
+        sum_total_term_freq: total,
+    };
     let df = |w: usize| docs.iter().filter(|d| d.contains(&w)).count() as u64;
     let term_score = |w: usize, d: &Vec<usize>| -> Option<f64> {
         let tf = d.iter().filter(|&&x| x == w).count();
@@ -62,7 +77,10 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
             }
             Q::And(ws) => {
                 let parts: Vec<Option<f64>> = ws.iter().map(|&w| term_score(w, d)).collect();
-                parts.iter().all(Option::is_some).then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
+                parts
+                    .iter()
+                    .all(Option::is_some)
+                    .then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
             }
             Q::Mixed(a, b, c) => match (term_score(*a, d), d.contains(c)) {
                 (Some(sa), false) => Some(sa + term_score(*b, d).unwrap_or(0.0)),
@@ -80,13 +98,19 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
 fn build(docs: &[Vec<usize>], threads: usize) -> (tempfile::TempDir, Index) {
     let schema = Schema::builder().integer("id").text("body", false).build();
     let tmp = tempfile::tempdir().unwrap();
-    let opts = WriterOptions { threads, merge_policy: MergePolicy::None, ram_budget_bytes: 1 << 20, ..Default::default() };
+    let opts = WriterOptions {
+        threads,
+        merge_policy: MergePolicy::None,
+        ram_budget_bytes: 1 << 20,
+        ..Default::default()
+    };
     let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
     for (i, d) in docs.iter().enumerate() {
         let mut doc = Document::new();
         doc.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
         let body: Vec<&str> = d.iter().map(|&x| VOCAB[x]).collect();
-        doc.add(&schema, "body", FieldValue::Str(body.join(" "))).unwrap();
+        doc.add(&schema, "body", FieldValue::Str(body.join(" ")))
+            .unwrap();
         w.add_document(doc).unwrap();
     }
     w.commit().unwrap();
@@ -120,11 +144,17 @@ proptest! {
 
 #[test]
 fn model_agrees_on_a_fixed_case() {
-    let docs: Vec<Vec<usize>> = (0..700).map(|i| (0..(i % 17)).map(|j| (i * 7 + j * 3) % 12).collect()).collect();
+    let docs: Vec<Vec<usize>> = (0..700)
+        .map(|i| (0..(i % 17)).map(|j| (i * 7 + j * 3) % 12).collect())
+        .collect();
     let (_tmp, index) = build(&docs, 2);
     let s = index.searcher();
     let mut seen = HashMap::new();
-    for q in [Q::Or(vec![0, 1, 2, 3]), Q::And(vec![0, 5]), Q::Mixed(1, 2, 3)] {
+    for q in [
+        Q::Or(vec![0, 1, 2, 3]),
+        Q::And(vec![0, 5]),
+        Q::Mixed(1, 2, 3),
+    ] {
         let parsed = s.parse_query(&text(&q), &["body"]).unwrap();
         let r = s.search(&parsed, 5, SearchMode::Top).unwrap();
         let want = model(&docs, &q);

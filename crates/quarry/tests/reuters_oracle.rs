@@ -8,41 +8,75 @@ use serde_json::Value;
 /// Compares one oracle query; returns a description of the first difference.
 fn compare(searcher: &Searcher, q: &Value) -> Result<(), String> {
     let text = q["query"].as_str().unwrap();
-    let query = searcher.parse_query(text, &["body"]).map_err(|e| format!("{text}: {e}"))?;
-    let res = searcher.search(&query, 10, SearchMode::TopCount).map_err(|e| e.to_string())?;
+    let query = searcher
+        .parse_query(text, &["body"])
+        .map_err(|e| format!("{text}: {e}"))?;
+    let res = searcher
+        .search(&query, 10, SearchMode::TopCount)
+        .map_err(|e| e.to_string())?;
     let want_hits = q["hits"].as_u64().unwrap();
     if res.total_hits != want_hits {
-        return Err(format!("{text}: hits {} != lucene {want_hits}", res.total_hits));
+        return Err(format!(
+            "{text}: hits {} != lucene {want_hits}",
+            res.total_hits
+        ));
     }
-    let count = searcher.search(&query, 10, SearchMode::Count).unwrap().total_hits;
+    let count = searcher
+        .search(&query, 10, SearchMode::Count)
+        .unwrap()
+        .total_hits;
     if count != want_hits {
         return Err(format!("{text}: count mode {count} != {want_hits}"));
     }
     let top_only = searcher.search(&query, 10, SearchMode::Top).unwrap();
-    let want: Vec<(i64, f64)> = q["top"].as_array().unwrap().iter().map(|t| (t["id"].as_i64().unwrap(), t["score"].as_f64().unwrap())).collect();
+    let want: Vec<(i64, f64)> = q["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["id"].as_i64().unwrap(), t["score"].as_f64().unwrap()))
+        .collect();
     let got: Vec<(i64, f64)> = res
         .top
         .iter()
-        .map(|h| (searcher.stored_fields(h.doc).unwrap()["id"].as_i64().unwrap(), f64::from(h.score)))
+        .map(|h| {
+            (
+                searcher.stored_fields(h.doc).unwrap()["id"]
+                    .as_i64()
+                    .unwrap(),
+                f64::from(h.score),
+            )
+        })
         .collect();
     let got_top: Vec<u64> = top_only.top.iter().map(|h| h.seq).collect();
     let got_seq: Vec<u64> = res.top.iter().map(|h| h.seq).collect();
     if got_top != got_seq {
-        return Err(format!("{text}: mode top gives {got_top:?}, top_count {got_seq:?}"));
+        return Err(format!(
+            "{text}: mode top gives {got_top:?}, top_count {got_seq:?}"
+        ));
     }
     if got.len() != want.len() {
-        return Err(format!("{text}: {} results, lucene {}", got.len(), want.len()));
+        return Err(format!(
+            "{text}: {} results, lucene {}",
+            got.len(),
+            want.len()
+        ));
     }
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         if ((g.1 - w.1) / w.1).abs() > 1e-4 {
-            return Err(format!("{text}: rank {i} score {} vs lucene {} (ids {} / {})", g.1, w.1, g.0, w.0));
+            return Err(format!(
+                "{text}: rank {i} score {} vs lucene {} (ids {} / {})",
+                g.1, w.1, g.0, w.0
+            ));
         }
         if g.0 != w.0 {
             // Allowed: a swap of two documents whose Lucene scores differ by < 1e-5 relative.
             let j = want.iter().position(|x| x.0 == g.0);
             let ok = j.is_some_and(|j| ((want[j].1 - w.1) / w.1).abs() < 1e-5);
             if !ok {
-                return Err(format!("{text}: rank {i} id {} vs lucene {}\n got  {got:?}\n want {want:?}", g.0, w.0));
+                return Err(format!(
+                    "{text}: rank {i} id {} vs lucene {}\n got  {got:?}\n want {want:?}",
+                    g.0, w.0
+                ));
             }
         }
     }
@@ -62,23 +96,41 @@ fn run_file(file: &str, kind: DirectoryKind, threads: usize, filter: impl Fn(&Va
     let (stats, queries) = common::oracle_file(file);
     for field in ["title", "body"] {
         let s = searcher.field_stats(field).unwrap();
-        assert_eq!(s.sum_total_term_freq, stats[field]["sumTotalTermFreq"].as_u64().unwrap(), "{field} tokens");
-        assert_eq!(s.doc_count, stats[field]["docCount"].as_u64().unwrap(), "{field} docCount");
+        assert_eq!(
+            s.sum_total_term_freq,
+            stats[field]["sumTotalTermFreq"].as_u64().unwrap(),
+            "{field} tokens"
+        );
+        assert_eq!(
+            s.doc_count,
+            stats[field]["docCount"].as_u64().unwrap(),
+            "{field} docCount"
+        );
     }
     let mut failures = Vec::new();
     let mut n = 0;
     for q in queries.iter().filter(|q| filter(q)) {
         n += 1;
-        let parsed = searcher.parse_query(q["query"].as_str().unwrap(), &["body"]).map(|p| p.to_string());
+        let parsed = searcher
+            .parse_query(q["query"].as_str().unwrap(), &["body"])
+            .map(|p| p.to_string());
         if parsed.as_deref().ok() != q["parsed"].as_str() {
-            failures.push(format!("{}: parsed {parsed:?}, lucene {}", q["query"], q["parsed"]));
+            failures.push(format!(
+                "{}: parsed {parsed:?}, lucene {}",
+                q["query"], q["parsed"]
+            ));
         }
         if let Err(e) = compare(&searcher, q) {
             failures.push(e);
         }
     }
     assert!(n > 0);
-    assert!(failures.is_empty(), "{} of {n} queries differ from Lucene:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {n} queries differ from Lucene:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The three term queries of the foundation issue, with both directories and thread counts.
@@ -99,5 +151,10 @@ fn all_oracle_queries_match_lucene() {
 /// (tests/fixtures/lucene-reuters-extra-oracle.jsonl, produced by the same Lucene harness).
 #[test]
 fn extra_queries_match_lucene() {
-    run_file("lucene-reuters-extra-oracle.jsonl", DirectoryKind::Mmap, 2, |_| true);
+    run_file(
+        "lucene-reuters-extra-oracle.jsonl",
+        DirectoryKind::Mmap,
+        2,
+        |_| true,
+    );
 }

@@ -18,7 +18,9 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use crate::measure;
-use crate::protocol::{self, ColdstartRecord, IndexRecord, Mode, QueryRecord, QuerySpec, SourceDoc, TopHit};
+use crate::protocol::{
+    self, ColdstartRecord, IndexRecord, Mode, QueryRecord, QuerySpec, SourceDoc, TopHit,
+};
 
 /// The driver subcommands (same names and flags as the Lucene jar).
 #[derive(Debug, Subcommand)]
@@ -70,7 +72,12 @@ pub trait SearchEngine: Sized {
     fn version() -> String;
     /// Builds engine documents from `docs`, indexes them into a new index at `dir`, commits and
     /// waits for merges. Everything in here is timed.
-    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig>;
+    fn index(
+        dir: &Path,
+        docs: Vec<SourceDoc>,
+        threads: usize,
+        memory_mb: usize,
+    ) -> Result<IndexConfig>;
     /// Number of segments of the committed index at `dir`.
     fn segments(dir: &Path) -> Result<u64>;
 
@@ -91,13 +98,30 @@ pub struct IndexConfig {
 
 pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
     match cmd {
-        DriverCmd::Index { input, index, threads, memory_mb } => {
+        DriverCmd::Index {
+            input,
+            index,
+            threads,
+            memory_mb,
+        } => {
             let rec = index_cmd::<E>(&input, &index, threads, memory_mb)?;
             protocol::emit(&rec)
         }
-        DriverCmd::Query { index, queries, modes, warmup, iters, global_warmup_rounds } => {
-            query_cmd::<E>(&index, &queries, &Mode::parse_list(&modes)?, warmup, iters, global_warmup_rounds)
-        }
+        DriverCmd::Query {
+            index,
+            queries,
+            modes,
+            warmup,
+            iters,
+            global_warmup_rounds,
+        } => query_cmd::<E>(
+            &index,
+            &queries,
+            &Mode::parse_list(&modes)?,
+            warmup,
+            iters,
+            global_warmup_rounds,
+        ),
         DriverCmd::Coldstart { index, query } => {
             let rec = coldstart_cmd::<E>(&index, &query)?;
             protocol::emit(&rec)
@@ -107,35 +131,55 @@ pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
 
 /// Reads a JSON-lines corpus fully into memory.
 pub fn load_docs(path: &Path) -> Result<Vec<SourceDoc>> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening corpus {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("opening corpus {}", path.display()))?;
     let mut docs = Vec::new();
-    for (n, line) in std::io::BufReader::with_capacity(1 << 20, file).lines().enumerate() {
+    for (n, line) in std::io::BufReader::with_capacity(1 << 20, file)
+        .lines()
+        .enumerate()
+    {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let doc: SourceDoc = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: not a {{id,title,body}} document", path.display(), n + 1))?;
+        let doc: SourceDoc = serde_json::from_str(&line).with_context(|| {
+            format!(
+                "{}:{}: not a {{id,title,body}} document",
+                path.display(),
+                n + 1
+            )
+        })?;
         docs.push(doc);
     }
     Ok(docs)
 }
 
 pub fn load_queries(path: &Path) -> Result<Vec<QuerySpec>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(n, l)| {
-            serde_json::from_str(l).with_context(|| format!("{}:{}: not a {{query,class}} line", path.display(), n + 1))
+            serde_json::from_str(l).with_context(|| {
+                format!("{}:{}: not a {{query,class}} line", path.display(), n + 1)
+            })
         })
         .collect()
 }
 
-fn index_cmd<E: SearchEngine>(input: &Path, dir: &Path, threads: usize, memory_mb: usize) -> Result<IndexRecord> {
+fn index_cmd<E: SearchEngine>(
+    input: &Path,
+    dir: &Path,
+    threads: usize,
+    memory_mb: usize,
+) -> Result<IndexRecord> {
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
-        anyhow::bail!("index directory {} is not empty; the driver only builds fresh indexes", dir.display());
+        anyhow::bail!(
+            "index directory {} is not empty; the driver only builds fresh indexes",
+            dir.display()
+        );
     }
     std::fs::create_dir_all(dir)?;
     // Untimed: read and parse the whole corpus into memory.
@@ -188,7 +232,11 @@ fn query_cmd<E: SearchEngine>(
             }
         }
     }
-    eprintln!("[{}] global warm-up: {global_rounds} rounds in {:.2} s", E::NAME, t.elapsed().as_secs_f64());
+    eprintln!(
+        "[{}] global warm-up: {global_rounds} rounds in {:.2} s",
+        E::NAME,
+        t.elapsed().as_secs_f64()
+    );
     for (spec, parsed) in specs.iter().zip(&parsed) {
         for &mode in modes {
             let rec = match parsed {
@@ -198,7 +246,12 @@ fn query_cmd<E: SearchEngine>(
                 },
                 Err(e) => error_record::<E>(spec, mode, format!("parse: {e:#}")),
             };
-            let rec = QueryRecord { query: spec.query.clone(), class: spec.class.clone(), name: spec.name.clone(), ..rec };
+            let rec = QueryRecord {
+                query: spec.query.clone(),
+                class: spec.class.clone(),
+                name: spec.name.clone(),
+                ..rec
+            };
             protocol::emit(&rec)?;
         }
     }
@@ -229,7 +282,13 @@ fn error_record<E: SearchEngine>(spec: &QuerySpec, mode: Mode, error: String) ->
 
 /// Warm-up, then `iters` timed repetitions of `search` alone (parsing happened before; stored
 /// fields of the top hits are read once afterwards, untimed).
-fn time_query<E: SearchEngine>(engine: &E, q: &E::Query, mode: Mode, warmup: u64, iters: u64) -> Result<QueryRecord> {
+fn time_query<E: SearchEngine>(
+    engine: &E,
+    q: &E::Query,
+    mode: Mode,
+    warmup: u64,
+    iters: u64,
+) -> Result<QueryRecord> {
     for _ in 0..warmup {
         std::hint::black_box(engine.search(q, mode)?);
     }
@@ -243,7 +302,11 @@ fn time_query<E: SearchEngine>(engine: &E, q: &E::Query, mode: Mode, warmup: u64
     }
     let out = last.expect("iters >= 1");
     let (hits, exact) = E::hits(&out);
-    let top = if mode == Mode::Count { Vec::new() } else { engine.top(&out)? };
+    let top = if mode == Mode::Count {
+        Vec::new()
+    } else {
+        engine.top(&out)?
+    };
     let s = measure::summarize(&mut samples);
     Ok(QueryRecord {
         engine: E::NAME.into(),

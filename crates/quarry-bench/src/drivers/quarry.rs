@@ -10,7 +10,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use quarry::query::Query;
-use quarry::{Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult, Searcher, WriterOptions};
+use quarry::{
+    Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult, Searcher,
+    WriterOptions,
+};
 
 use super::{IndexConfig, SearchEngine};
 use crate::protocol::{Mode, SourceDoc, TopHit};
@@ -20,7 +23,11 @@ pub struct Quarry {
 }
 
 fn schema() -> Schema {
-    Schema::builder().integer("id").text("title", true).text("body", true).build()
+    Schema::builder()
+        .integer("id")
+        .text("title", true)
+        .text("body", true)
+        .build()
 }
 
 fn mode(m: Mode) -> SearchMode {
@@ -40,10 +47,19 @@ impl SearchEngine for Quarry {
         format!("quarry {} (this checkout)", env!("CARGO_PKG_VERSION"))
     }
 
-    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig> {
+    fn index(
+        dir: &Path,
+        docs: Vec<SourceDoc>,
+        threads: usize,
+        memory_mb: usize,
+    ) -> Result<IndexConfig> {
         let schema = schema();
         // The budget is shared by the threads: give the same memory per thread as Tantivy gets.
-        let opts = WriterOptions { threads, ram_budget_bytes: (memory_mb * threads) << 20, ..Default::default() };
+        let opts = WriterOptions {
+            threads,
+            ram_budget_bytes: (memory_mb * threads) << 20,
+            ..Default::default()
+        };
         let policy = format!("{:?}", opts.merge_policy);
         let mut writer = IndexWriter::create(dir, schema.clone(), opts)?;
         for src in docs {
@@ -70,8 +86,11 @@ impl SearchEngine for Quarry {
     }
 
     fn open(dir: &Path) -> Result<Self> {
-        let index = Index::open(dir).with_context(|| format!("opening quarry index {}", dir.display()))?;
-        Ok(Quarry { searcher: index.searcher() })
+        let index =
+            Index::open(dir).with_context(|| format!("opening quarry index {}", dir.display()))?;
+        Ok(Quarry {
+            searcher: index.searcher(),
+        })
     }
 
     fn parse(&self, query: &str) -> Result<Query> {
@@ -94,7 +113,10 @@ impl SearchEngine for Quarry {
             .map(|hit| {
                 let fields = searcher.stored_fields(hit.doc)?;
                 let id = fields.get("id").cloned().context("stored id missing")?;
-                Ok(TopHit { id, score: hit.score as f64 })
+                Ok(TopHit {
+                    id,
+                    score: hit.score as f64,
+                })
             })
             .collect()
     }

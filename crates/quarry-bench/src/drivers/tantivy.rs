@@ -51,7 +51,12 @@ impl SearchEngine for Tantivy {
         format!("{} (crate {TANTIVY_VERSION})", tantivy::version_string())
     }
 
-    fn index(dir: &Path, docs: Vec<SourceDoc>, threads: usize, memory_mb: usize) -> Result<IndexConfig> {
+    fn index(
+        dir: &Path,
+        docs: Vec<SourceDoc>,
+        threads: usize,
+        memory_mb: usize,
+    ) -> Result<IndexConfig> {
         let (schema, id, title, body) = schema();
         let index = Index::create_in_dir(dir, schema)?;
         let budget = memory_mb * threads * 1024 * 1024;
@@ -79,13 +84,22 @@ impl SearchEngine for Tantivy {
     }
 
     fn open(dir: &Path) -> Result<Self> {
-        let index = Index::open_in_dir(dir).with_context(|| format!("opening tantivy index {}", dir.display()))?;
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let index = Index::open_in_dir(dir)
+            .with_context(|| format!("opening tantivy index {}", dir.display()))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         let schema = index.schema();
         let body = schema.get_field("body")?;
         let id = schema.get_field("id")?;
         let parser = QueryParser::for_index(&index, vec![body]);
-        Ok(Tantivy { index, reader, parser, id })
+        Ok(Tantivy {
+            index,
+            reader,
+            parser,
+            id,
+        })
     }
 
     fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
@@ -99,15 +113,28 @@ impl SearchEngine for Tantivy {
             Mode::Top10 => {
                 let top = searcher.search(query, &TopDocs::with_limit(10).order_by_score())?;
                 let n = top.len() as u64;
-                Outcome { top, hits: n, exact: n < 10 }
+                Outcome {
+                    top,
+                    hits: n,
+                    exact: n < 10,
+                }
             }
             Mode::Top10Count => {
-                let (top, count) = searcher.search(query, &(TopDocs::with_limit(10).order_by_score(), Count))?;
-                Outcome { top, hits: count as u64, exact: true }
+                let (top, count) =
+                    searcher.search(query, &(TopDocs::with_limit(10).order_by_score(), Count))?;
+                Outcome {
+                    top,
+                    hits: count as u64,
+                    exact: true,
+                }
             }
             Mode::Count => {
                 let count = searcher.search(query, &Count)?;
-                Outcome { top: Vec::new(), hits: count as u64, exact: true }
+                Outcome {
+                    top: Vec::new(),
+                    hits: count as u64,
+                    exact: true,
+                }
             }
         })
     }
@@ -123,8 +150,14 @@ impl SearchEngine for Tantivy {
             .iter()
             .map(|&(score, addr)| {
                 let doc: TantivyDocument = searcher.doc(addr)?;
-                let id = doc.get_first(self.id).and_then(|v| v.as_u64()).context("stored id missing")?;
-                Ok(TopHit { id: id.into(), score: score as f64 })
+                let id = doc
+                    .get_first(self.id)
+                    .and_then(|v| v.as_u64())
+                    .context("stored id missing")?;
+                Ok(TopHit {
+                    id: id.into(),
+                    score: score as f64,
+                })
             })
             .collect()
     }

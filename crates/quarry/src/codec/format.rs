@@ -31,7 +31,11 @@ pub const SEGMENT_FILES: [(&str, FileKind); 6] = [
 /// Starts a file: its 16-byte header.
 pub fn begin(kind: FileKind) -> Vec<u8> {
     let mut v = Vec::with_capacity(1 << 12);
-    Header { kind, version: VERSION }.write(&mut v);
+    Header {
+        kind,
+        version: VERSION,
+    }
+    .write(&mut v);
     v
 }
 

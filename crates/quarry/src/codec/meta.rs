@@ -67,16 +67,23 @@ impl SegmentMeta {
         format::check(file, bytes, KIND_META)?;
         format::check_crc(file, bytes)?;
         let body = quarry_codecs::framing::body(bytes);
-        let meta: SegmentMeta = serde_json::from_slice(body).map_err(|e| Error::corrupt(file, format!("segment metadata: {e}")))?;
+        let meta: SegmentMeta = serde_json::from_slice(body)
+            .map_err(|e| Error::corrupt(file, format!("segment metadata: {e}")))?;
         let mut prev: Option<(u32, u64)> = None;
         for &(l, s) in &meta.seq_runs {
             if l >= meta.doc_count.max(1) || prev.is_some_and(|(pl, _)| pl >= l) {
-                return Err(Error::corrupt(file, "sequence runs are not increasing within the segment"));
+                return Err(Error::corrupt(
+                    file,
+                    "sequence runs are not increasing within the segment",
+                ));
             }
             prev = Some((l, s));
         }
         if meta.doc_count > 0 && meta.seq_runs.first().map(|r| r.0) != Some(0) {
-            return Err(Error::corrupt(file, "sequence runs do not start at document 0"));
+            return Err(Error::corrupt(
+                file,
+                "sequence runs do not start at document 0",
+            ));
         }
         Ok(meta)
     }
@@ -147,12 +154,21 @@ impl CommitPoint {
         format::check(file, bytes, KIND_COMMIT)?;
         format::check_crc(file, bytes)?;
         let body = quarry_codecs::framing::body(bytes);
-        let c: CommitPoint = serde_json::from_slice(body).map_err(|e| Error::corrupt(file, format!("commit point: {e}")))?;
+        let c: CommitPoint = serde_json::from_slice(body)
+            .map_err(|e| Error::corrupt(file, format!("commit point: {e}")))?;
         if !(format::MIN_VERSION..=format::VERSION).contains(&c.format_version) {
             return Err(if c.format_version < format::MIN_VERSION {
-                Error::TooOld { file: file.into(), found: c.format_version, min: format::MIN_VERSION }
+                Error::TooOld {
+                    file: file.into(),
+                    found: c.format_version,
+                    min: format::MIN_VERSION,
+                }
             } else {
-                Error::TooNew { file: file.into(), found: c.format_version, max: format::VERSION }
+                Error::TooNew {
+                    file: file.into(),
+                    found: c.format_version,
+                    max: format::VERSION,
+                }
             });
         }
         Ok(c)

@@ -21,7 +21,11 @@ const INDEX_ENTRY: usize = 12;
 /// Encodes a document's stored values (fields whose schema says `stored`).
 pub fn encode_doc(schema: &Schema, doc: &Document, out: &mut Vec<u8>) {
     out.clear();
-    let stored: Vec<&(u32, FieldValue)> = doc.values.iter().filter(|(f, _)| schema.field(*f).stored).collect();
+    let stored: Vec<&(u32, FieldValue)> = doc
+        .values
+        .iter()
+        .filter(|(f, _)| schema.field(*f).stored)
+        .collect();
     varint::write_u32(out, stored.len() as u32);
     for (f, v) in stored {
         varint::write_u32(out, *f);
@@ -48,13 +52,21 @@ pub fn decode_doc(schema: &Schema, bytes: &[u8]) -> Result<Map<String, Value>, C
         let entry = schema
             .fields()
             .get(f as usize)
-            .ok_or_else(|| CodecError::Invalid { what: format!("stored field id {f} not in schema") })?;
+            .ok_or_else(|| CodecError::Invalid {
+                what: format!("stored field id {f} not in schema"),
+            })?;
         let v = match r.u8()? {
-            0 => Value::String(
-                String::from_utf8(r.len_prefixed()?.to_vec()).map_err(|_| CodecError::Invalid { what: "stored string is not UTF-8".into() })?,
-            ),
+            0 => Value::String(String::from_utf8(r.len_prefixed()?.to_vec()).map_err(|_| {
+                CodecError::Invalid {
+                    what: "stored string is not UTF-8".into(),
+                }
+            })?),
             1 => Value::from(r.u64()? as i64),
-            t => return Err(CodecError::Invalid { what: format!("stored value tag {t}") }),
+            t => {
+                return Err(CodecError::Invalid {
+                    what: format!("stored value tag {t}"),
+                })
+            }
         };
         match out.get_mut(&entry.name) {
             None => {
@@ -87,7 +99,15 @@ impl StoredWriter {
     /// `header` is the file's header, so block offsets are file offsets.
     pub fn new(header: Vec<u8>) -> Self {
         let len = header.len() as u64;
-        Self { parts: vec![header], len, index: Vec::new(), lens: Vec::new(), data: Vec::new(), first_doc: 0, docs: 0 }
+        Self {
+            parts: vec![header],
+            len,
+            index: Vec::new(),
+            lens: Vec::new(),
+            data: Vec::new(),
+            first_doc: 0,
+            docs: 0,
+        }
     }
     pub fn add(&mut self, encoded: &[u8]) {
         self.lens.push(encoded.len() as u32);
@@ -150,11 +170,25 @@ pub struct StoredIndex<'a> {
 
 impl<'a> StoredIndex<'a> {
     /// `index` is the block index (`blocks` entries); blocks end where the index starts.
-    pub fn new(file: &'a str, index: &'a [u8], blocks: u32, data_end: u64, doc_count: u32) -> Result<Self> {
+    pub fn new(
+        file: &'a str,
+        index: &'a [u8],
+        blocks: u32,
+        data_end: u64,
+        doc_count: u32,
+    ) -> Result<Self> {
         if index.len() != blocks as usize * INDEX_ENTRY {
-            return Err(crate::Error::corrupt(file, "stored-fields block index has the wrong size"));
+            return Err(crate::Error::corrupt(
+                file,
+                "stored-fields block index has the wrong size",
+            ));
         }
-        Ok(Self { file, index, data_end, doc_count })
+        Ok(Self {
+            file,
+            index,
+            data_end,
+            doc_count,
+        })
     }
 
     pub fn blocks(&self) -> u32 {
@@ -164,15 +198,25 @@ impl<'a> StoredIndex<'a> {
     fn entry(&self, i: u32) -> (u32, u64) {
         let o = i as usize * INDEX_ENTRY;
         let e = &self.index[o..o + INDEX_ENTRY];
-        (u32::from_le_bytes(e[0..4].try_into().expect("4")), u64::from_le_bytes(e[4..12].try_into().expect("8")))
+        (
+            u32::from_le_bytes(e[0..4].try_into().expect("4")),
+            u64::from_le_bytes(e[4..12].try_into().expect("8")),
+        )
     }
 
     /// Block `i`'s first doc and byte range in the file.
     pub fn block_range(&self, i: u32) -> Result<(u32, u64, u64)> {
         let (first, start) = self.entry(i);
-        let end = if i + 1 < self.blocks() { self.entry(i + 1).1 } else { self.data_end };
+        let end = if i + 1 < self.blocks() {
+            self.entry(i + 1).1
+        } else {
+            self.data_end
+        };
         if start > end || end > self.data_end {
-            return Err(crate::Error::corrupt(self.file, format!("stored block {i} has a bad offset")));
+            return Err(crate::Error::corrupt(
+                self.file,
+                format!("stored block {i} has a bad offset"),
+            ));
         }
         Ok((first, start, end))
     }
@@ -180,7 +224,10 @@ impl<'a> StoredIndex<'a> {
     /// The block holding `doc`.
     pub fn block_of(&self, doc: u32) -> Result<u32> {
         if doc >= self.doc_count || self.blocks() == 0 {
-            return Err(crate::Error::InvalidArgument(format!("doc {doc} out of range ({} docs)", self.doc_count)));
+            return Err(crate::Error::InvalidArgument(format!(
+                "doc {doc} out of range ({} docs)",
+                self.doc_count
+            )));
         }
         let (mut lo, mut hi) = (0u32, self.blocks());
         while hi - lo > 1 {
@@ -202,13 +249,19 @@ pub fn decode_block(file: &str, block: &[u8]) -> Result<(Vec<u32>, Vec<u8>)> {
         let raw_len = r.vu32()? as usize;
         let compressed = r.len_prefixed()?;
         if raw_len > 255 * compressed.len() + 1024 {
-            return Err(CodecError::Invalid { what: format!("stored block claims {raw_len} bytes") });
+            return Err(CodecError::Invalid {
+                what: format!("stored block claims {raw_len} bytes"),
+            });
         }
-        let raw = lz4_flex::decompress(compressed, raw_len).map_err(|e| CodecError::Invalid { what: format!("stored block: {e}") })?;
+        let raw = lz4_flex::decompress(compressed, raw_len).map_err(|e| CodecError::Invalid {
+            what: format!("stored block: {e}"),
+        })?;
         let mut rr = ByteReader::new(&raw);
         let n = rr.vu32()?;
         if n as usize > raw.len() {
-            return Err(CodecError::Invalid { what: format!("stored block claims {n} docs") });
+            return Err(CodecError::Invalid {
+                what: format!("stored block claims {n} docs"),
+            });
         }
         let mut lens = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -216,7 +269,9 @@ pub fn decode_block(file: &str, block: &[u8]) -> Result<(Vec<u32>, Vec<u8>)> {
         }
         let data = raw[rr.position()..].to_vec();
         if lens.iter().map(|&l| l as usize).sum::<usize>() != data.len() {
-            return Err(CodecError::Invalid { what: "stored block: lengths do not add up".into() });
+            return Err(CodecError::Invalid {
+                what: "stored block: lengths do not add up".into(),
+            });
         }
         Ok((lens, data))
     };
@@ -226,7 +281,10 @@ pub fn decode_block(file: &str, block: &[u8]) -> Result<(Vec<u32>, Vec<u8>)> {
 /// The bytes of document `k` of a decoded block.
 pub fn doc_in_block<'b>(file: &str, lens: &[u32], data: &'b [u8], k: usize) -> Result<&'b [u8]> {
     if k >= lens.len() {
-        return Err(crate::Error::corrupt(file, format!("stored block has {} docs, wanted #{k}", lens.len())));
+        return Err(crate::Error::corrupt(
+            file,
+            format!("stored block has {} docs, wanted #{k}", lens.len()),
+        ));
     }
     let start: usize = lens[..k].iter().map(|&l| l as usize).sum();
     Ok(&data[start..start + lens[k] as usize])
@@ -238,15 +296,25 @@ mod tests {
 
     #[test]
     fn roundtrip_many_blocks() {
-        let schema = Schema::builder().integer("id").text("body", true).text("hidden", false).build();
+        let schema = Schema::builder()
+            .integer("id")
+            .text("body", true)
+            .text("hidden", false)
+            .build();
         let mut w = StoredWriter::new(vec![0; 16]);
         let mut buf = Vec::new();
         for i in 0..3000i64 {
             let mut d = Document::new();
             d.add(&schema, "id", FieldValue::Int(i - 5)).unwrap();
-            d.add(&schema, "body", FieldValue::Str(format!("doc {i} ").repeat((i % 13) as usize))).unwrap();
+            d.add(
+                &schema,
+                "body",
+                FieldValue::Str(format!("doc {i} ").repeat((i % 13) as usize)),
+            )
+            .unwrap();
             d.add(&schema, "body", FieldValue::Str("x".into())).unwrap();
-            d.add(&schema, "hidden", FieldValue::Str("secret".into())).unwrap();
+            d.add(&schema, "hidden", FieldValue::Str("secret".into()))
+                .unwrap();
             encode_doc(&schema, &d, &mut buf);
             w.add(&buf);
         }
@@ -259,7 +327,11 @@ mod tests {
             let b = r.block_of(i).unwrap();
             let (first, s, e) = r.block_range(b).unwrap();
             let (lens, data) = decode_block("t.store", &bytes[s as usize..e as usize]).unwrap();
-            let m = decode_doc(&schema, doc_in_block("t", &lens, &data, (i - first) as usize).unwrap()).unwrap();
+            let m = decode_doc(
+                &schema,
+                doc_in_block("t", &lens, &data, (i - first) as usize).unwrap(),
+            )
+            .unwrap();
             assert_eq!(m["id"], Value::from(i as i64 - 5));
             assert_eq!(m["body"].as_array().unwrap().len(), 2);
             assert!(m.get("hidden").is_none());

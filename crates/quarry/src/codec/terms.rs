@@ -20,7 +20,9 @@ impl Default for TermsWriter {
 
 impl TermsWriter {
     pub fn new() -> Self {
-        Self { builder: fst::MapBuilder::memory() }
+        Self {
+            builder: fst::MapBuilder::memory(),
+        }
     }
     pub fn insert(&mut self, term: &[u8], postings_offset: u64) -> Result<()> {
         self.builder
@@ -28,7 +30,9 @@ impl TermsWriter {
             .map_err(|e| Error::InvalidArgument(format!("term dictionary: {e}")))
     }
     pub fn finish(self) -> Result<Vec<u8>> {
-        self.builder.into_inner().map_err(|e| Error::InvalidArgument(format!("term dictionary: {e}")))
+        self.builder
+            .into_inner()
+            .map_err(|e| Error::InvalidArgument(format!("term dictionary: {e}")))
     }
 }
 
@@ -40,7 +44,8 @@ pub struct TermsReader {
 impl TermsReader {
     /// Wraps the FST bytes (checks the FST's own header, reads nothing else).
     pub fn open(file: &str, bytes: Bytes) -> Result<Self> {
-        let map = fst::Map::new(bytes).map_err(|e| Error::corrupt(file, format!("term dictionary: {e}")))?;
+        let map = fst::Map::new(bytes)
+            .map_err(|e| Error::corrupt(file, format!("term dictionary: {e}")))?;
         Ok(Self { map })
     }
     /// The postings offset of `term`.

@@ -51,7 +51,13 @@ pub fn inspect(index: &Index) -> CheckReport {
         .map(|h| h.len())
         .unwrap_or(0);
     *bytes.entry("commit".to_string()).or_insert(0) += commit_len;
-    CheckReport { generation: index.commit().generation, docs: index.doc_count(), segments, bytes, files_verified: 0 }
+    CheckReport {
+        generation: index.commit().generation,
+        docs: index.doc_count(),
+        segments,
+        bytes,
+        files_verified: 0,
+    }
 }
 
 fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSummary {
@@ -69,7 +75,12 @@ fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSum
     for (k, v) in &bytes {
         *total.entry(k.clone()).or_insert(0) += v;
     }
-    SegmentSummary { name: meta.name.clone(), docs: meta.doc_count, terms, bytes }
+    SegmentSummary {
+        name: meta.name.clone(),
+        docs: meta.doc_count,
+        terms,
+        bytes,
+    }
 }
 
 /// Verifies the latest commit of the index at `path`: the commit point, every file's checksum,
@@ -77,7 +88,9 @@ fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSum
 /// first problem found is returned as an error that names the file.
 pub fn check_index(path: &Path, kind: DirectoryKind) -> Result<CheckReport> {
     let dir = quarry_store::open_directory(path, kind)?;
-    let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex { path: path.display().to_string() })?;
+    let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
+        path: path.display().to_string(),
+    })?;
     let mut verified = 1usize;
     // Whole-file checksums first, so a flipped byte is reported as such.
     for s in &commit.segments {
@@ -108,7 +121,13 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
         let entry = seg.schema().field(f);
         let norms = seg.norms(f)?;
         if entry.has_norms() != norms.is_some() {
-            return Err(Error::corrupt(&meta_name, format!("field {:?}: norms presence does not match its type", entry.name)));
+            return Err(Error::corrupt(
+                &meta_name,
+                format!(
+                    "field {:?}: norms presence does not match its type",
+                    entry.name
+                ),
+            ));
         }
         let (mut unique, mut sum_df, mut sum_ttf) = (0u64, 0u64, 0u64);
         let mut docs_with_field = vec![false; n as usize];
@@ -124,27 +143,43 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 while c.doc() != TERMINATED {
                     let d = c.doc();
                     if prev.is_some_and(|p| p >= d) || d >= n {
-                        return Err(Error::corrupt(&post_name, format!("term {term_s:?}: doc {d} out of order or range")));
+                        return Err(Error::corrupt(
+                            &post_name,
+                            format!("term {term_s:?}: doc {d} out of order or range"),
+                        ));
                     }
                     prev = Some(d);
                     let freq = c.freq();
                     if freq == 0 {
-                        return Err(Error::corrupt(&post_name, format!("term {term_s:?}: doc {d} has freq 0")));
+                        return Err(Error::corrupt(
+                            &post_name,
+                            format!("term {term_s:?}: doc {d} has freq 0"),
+                        ));
                     }
                     if entry.has_positions() {
                         c.positions(&mut positions);
-                        if positions.len() != freq as usize || positions.windows(2).any(|w| w[0] >= w[1]) {
+                        if positions.len() != freq as usize
+                            || positions.windows(2).any(|w| w[0] >= w[1])
+                        {
                             return Err(Error::corrupt(
                                 SegmentMeta::file_name(&meta.name, "pos"),
                                 format!("term {term_s:?}: doc {d} positions inconsistent with its freq {freq}"),
                             ));
                         }
-                        let len = norms.and_then(|nm| nm.get(d as usize)).map(|&b| crate::codec::norms::norm_to_length(b)).unwrap_or(0);
+                        let len = norms
+                            .and_then(|nm| nm.get(d as usize))
+                            .map(|&b| crate::codec::norms::norm_to_length(b))
+                            .unwrap_or(0);
                         if len == 0 {
-                            return Err(Error::corrupt(SegmentMeta::file_name(&meta.name, "norms"), format!("doc {d} has terms but norm 0")));
+                            return Err(Error::corrupt(
+                                SegmentMeta::file_name(&meta.name, "norms"),
+                                format!("doc {d} has terms but norm 0"),
+                            ));
                         }
                     }
-                    let norm = norms.and_then(|nm| nm.get(d as usize).copied()).unwrap_or(1);
+                    let norm = norms
+                        .and_then(|nm| nm.get(d as usize).copied())
+                        .unwrap_or(1);
                     best.merge(freq, norm);
                     match c.shallow_block(d) {
                         Some((last, imp)) if last >= d && imp.covers(freq, norm) => {}
@@ -156,20 +191,39 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                     c.next();
                 }
                 if let Some(why) = c.is_corrupt() {
-                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {why}")));
+                    return Err(Error::corrupt(
+                        &post_name,
+                        format!("term {term_s:?}: {why}"),
+                    ));
                 }
                 if best != info.impact {
-                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: term impact {:?} differs from the postings' {best:?}", info.impact)));
+                    return Err(Error::corrupt(
+                        &post_name,
+                        format!(
+                            "term {term_s:?}: term impact {:?} differs from the postings' {best:?}",
+                            info.impact
+                        ),
+                    ));
                 }
                 if df != info.doc_freq {
-                    return Err(Error::corrupt(&post_name, format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq)));
+                    return Err(Error::corrupt(
+                        &post_name,
+                        format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq),
+                    ));
                 }
                 unique += 1;
                 sum_df += u64::from(df);
             }
         }
         let with_field = docs_with_field.iter().filter(|&&b| b).count() as u32;
-        if (unique, sum_df, sum_ttf, with_field) != (fm.unique_terms, fm.sum_doc_freq, fm.sum_total_term_freq, fm.doc_count) {
+        if (unique, sum_df, sum_ttf, with_field)
+            != (
+                fm.unique_terms,
+                fm.sum_doc_freq,
+                fm.sum_total_term_freq,
+                fm.doc_count,
+            )
+        {
             return Err(Error::corrupt(
                 &meta_name,
                 format!(
@@ -180,16 +234,33 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
         }
     }
     let store_name = SegmentMeta::file_name(&meta.name, "store");
-    let handle = seg.file_handles().into_iter().find(|(e, _)| *e == "store").map(|(_, h)| h.clone()).expect("store");
+    let handle = seg
+        .file_handles()
+        .into_iter()
+        .find(|(e, _)| *e == "store")
+        .map(|(_, h)| h.clone())
+        .expect("store");
     let index_bytes = handle
-        .read_bytes(meta.stored_index_offset, meta.stored_index_offset + u64::from(meta.stored_blocks) * 12)
+        .read_bytes(
+            meta.stored_index_offset,
+            meta.stored_index_offset + u64::from(meta.stored_blocks) * 12,
+        )
         .map_err(|_| Error::corrupt(&store_name, "block index out of bounds"))?;
-    let index = StoredIndex::new(&store_name, &index_bytes, meta.stored_blocks, meta.stored_index_offset, n)?;
+    let index = StoredIndex::new(
+        &store_name,
+        &index_bytes,
+        meta.stored_blocks,
+        meta.stored_index_offset,
+        n,
+    )?;
     let mut count = 0u32;
     for b in 0..index.blocks() {
         let (first, start, end) = index.block_range(b)?;
         if first != count {
-            return Err(Error::corrupt(&store_name, format!("block {b} starts at doc {first}, expected {count}")));
+            return Err(Error::corrupt(
+                &store_name,
+                format!("block {b} starts at doc {first}, expected {count}"),
+            ));
         }
         let (lens, data) = decode_block(&store_name, &handle.read_bytes(start, end)?)?;
         let mut off = 0usize;
@@ -200,7 +271,10 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
         }
     }
     if count != n {
-        return Err(Error::corrupt(&store_name, format!("{count} stored documents, the segment has {n}")));
+        return Err(Error::corrupt(
+            &store_name,
+            format!("{count} stored documents, the segment has {n}"),
+        ));
     }
     Ok(())
 }

@@ -17,14 +17,26 @@ use crate::{Error, Result};
 
 /// The newest commit point of `dir` (by generation), verified.
 pub(crate) fn latest_commit(dir: &dyn Directory) -> Result<Option<CommitPoint>> {
-    let mut gens: Vec<u64> = dir.list()?.iter().filter_map(|n| CommitPoint::parse_name(n)).collect();
+    let mut gens: Vec<u64> = dir
+        .list()?
+        .iter()
+        .filter_map(|n| CommitPoint::parse_name(n))
+        .collect();
     gens.sort_unstable();
-    let Some(&g) = gens.last() else { return Ok(None) };
+    let Some(&g) = gens.last() else {
+        return Ok(None);
+    };
     let name = CommitPoint::file_name(g);
     let bytes = dir.open(&name)?.read_all()?;
     let commit = CommitPoint::decode(&name, &bytes)?;
     if commit.generation != g {
-        return Err(Error::corrupt(name, format!("holds generation {} but is named for {g}", commit.generation)));
+        return Err(Error::corrupt(
+            name,
+            format!(
+                "holds generation {} but is named for {g}",
+                commit.generation
+            ),
+        ));
     }
     Ok(Some(commit))
 }
@@ -43,7 +55,10 @@ pub struct Index {
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("path", &self.dir.path()).field("generation", &self.commit.generation).finish()
+        f.debug_struct("Index")
+            .field("path", &self.dir.path())
+            .field("generation", &self.commit.generation)
+            .finish()
     }
 }
 
@@ -56,13 +71,17 @@ impl Index {
     /// Opens the latest commit with the chosen read path.
     pub fn open_with(path: &Path, kind: DirectoryKind) -> Result<Self> {
         if !path.is_dir() {
-            return Err(Error::NoIndex { path: path.display().to_string() });
+            return Err(Error::NoIndex {
+                path: path.display().to_string(),
+            });
         }
         Self::open_dir(open_directory(path, kind)?)
     }
 
     pub fn open_dir(dir: Arc<dyn Directory>) -> Result<Self> {
-        let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex { path: dir.path().display().to_string() })?;
+        let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
+            path: dir.path().display().to_string(),
+        })?;
         let schema = Schema::from_value(&commit.schema)?;
         let mut segments = Vec::with_capacity(commit.segments.len());
         for s in &commit.segments {
@@ -70,12 +89,22 @@ impl Index {
             if seg.doc_count() != s.doc_count {
                 return Err(Error::corrupt(
                     CommitPoint::file_name(commit.generation),
-                    format!("segment {} has {} docs, commit says {}", s.name, seg.doc_count(), s.doc_count),
+                    format!(
+                        "segment {} has {} docs, commit says {}",
+                        s.name,
+                        seg.doc_count(),
+                        s.doc_count
+                    ),
                 ));
             }
             segments.push(Arc::new(seg));
         }
-        Ok(Self { dir, commit: Arc::new(commit), schema, segments: Arc::new(segments) })
+        Ok(Self {
+            dir,
+            commit: Arc::new(commit),
+            schema,
+            segments: Arc::new(segments),
+        })
     }
 
     pub fn schema(&self) -> &Schema {

@@ -37,22 +37,36 @@ pub struct SegmentReader {
 
 impl std::fmt::Debug for SegmentReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SegmentReader({}, {} docs)", self.meta.name, self.meta.doc_count)
+        write!(
+            f,
+            "SegmentReader({}, {} docs)",
+            self.meta.name, self.meta.doc_count
+        )
     }
 }
 
 /// Checks a file's header and footer against the meta's recorded length and CRC, reading only
 /// the first 16 and last 8 bytes.
-fn check_frame(handle: &dyn FileHandle, kind: quarry_codecs::FileKind, expect: Option<&crate::codec::meta::FileMeta>) -> Result<()> {
+fn check_frame(
+    handle: &dyn FileHandle,
+    kind: quarry_codecs::FileKind,
+    expect: Option<&crate::codec::meta::FileMeta>,
+) -> Result<()> {
     let name = handle.name();
     let len = handle.len();
     if let Some(m) = expect {
         if m.len != len {
-            return Err(Error::corrupt(name, format!("length is {len} bytes, the segment meta says {}", m.len)));
+            return Err(Error::corrupt(
+                name,
+                format!("length is {len} bytes, the segment meta says {}", m.len),
+            ));
         }
     }
     if len < (HEADER_LEN + FOOTER_LEN) as u64 {
-        return Err(Error::corrupt(name, format!("{len} bytes is too short for a header and footer")));
+        return Err(Error::corrupt(
+            name,
+            format!("{len} bytes is too short for a header and footer"),
+        ));
     }
     let head = handle.read_bytes(0, HEADER_LEN as u64)?;
     let foot = handle.read_bytes(len - FOOTER_LEN as u64, len)?;
@@ -62,7 +76,13 @@ fn check_frame(handle: &dyn FileHandle, kind: quarry_codecs::FileKind, expect: O
     if let Some(m) = expect {
         let crc = u32::from_le_bytes(foot[4..8].try_into().expect("4 bytes"));
         if crc != m.crc {
-            return Err(Error::corrupt(name, format!("footer checksum {crc:#010x} differs from the segment meta's {:#010x}", m.crc)));
+            return Err(Error::corrupt(
+                name,
+                format!(
+                    "footer checksum {crc:#010x} differs from the segment meta's {:#010x}",
+                    m.crc
+                ),
+            ));
         }
     }
     Ok(())
@@ -75,21 +95,35 @@ impl SegmentReader {
         let meta_bytes = dir.open(&meta_name)?.read_all()?;
         let meta = SegmentMeta::decode(&meta_name, &meta_bytes)?;
         if meta.name != name {
-            return Err(Error::corrupt(meta_name, format!("describes segment {:?}", meta.name)));
+            return Err(Error::corrupt(
+                meta_name,
+                format!("describes segment {:?}", meta.name),
+            ));
         }
         if meta.fields.len() != schema.fields().len() {
-            return Err(Error::corrupt(meta_name, "field count differs from the schema"));
+            return Err(Error::corrupt(
+                meta_name,
+                "field count differs from the schema",
+            ));
         }
         let mut handles = Vec::new();
         for (ext, kind) in SEGMENT_FILES.iter().skip(1) {
             let h = dir.open(&SegmentMeta::file_name(name, ext))?;
-            let fm = meta.files.get(*ext).ok_or_else(|| Error::corrupt(&meta_name, format!("no entry for the .{ext} file")))?;
+            let fm = meta.files.get(*ext).ok_or_else(|| {
+                Error::corrupt(&meta_name, format!("no entry for the .{ext} file"))
+            })?;
             check_frame(&*h, *kind, Some(fm))?;
             handles.push(h);
         }
         let mut it = handles.into_iter();
         let mut next = || it.next().expect("five files");
-        let files = Files { terms: next(), post: next(), pos: next(), norms: next(), store: next() };
+        let files = Files {
+            terms: next(),
+            post: next(),
+            pos: next(),
+            norms: next(),
+            store: next(),
+        };
         let n = schema.fields().len();
         let post_view = files.post.mapped_view();
         Ok(Self {
@@ -118,7 +152,10 @@ impl SegmentReader {
 
     /// The term dictionary of `field` (None if the field has no terms here).
     pub fn terms(&self, field: u32) -> Result<Option<&TermsReader>> {
-        let slot = self.terms.get(field as usize).ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        let slot = self
+            .terms
+            .get(field as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
         if let Some(t) = slot.get() {
             return Ok(t.as_ref());
         }
@@ -127,14 +164,22 @@ impl SegmentReader {
             None
         } else {
             let name = self.files.terms.name();
-            let end = fm.fst_offset.checked_add(fm.fst_len).filter(|&e| e <= self.files.terms.len() - FOOTER_LEN as u64);
-            let end = end.ok_or_else(|| Error::corrupt(name, "term dictionary range is out of bounds"))?;
+            let end = fm
+                .fst_offset
+                .checked_add(fm.fst_len)
+                .filter(|&e| e <= self.files.terms.len() - FOOTER_LEN as u64);
+            let end =
+                end.ok_or_else(|| Error::corrupt(name, "term dictionary range is out of bounds"))?;
             let bytes = self.files.terms.read_bytes(fm.fst_offset, end)?;
             let crc = quarry_codecs::crc32c(&bytes);
             if crc != fm.fst_crc {
                 return Err(Error::corrupt(
                     name,
-                    format!("term dictionary of field {:?}: checksum {crc:#010x}, expected {:#010x}", self.schema.field(field).name, fm.fst_crc),
+                    format!(
+                        "term dictionary of field {:?}: checksum {crc:#010x}, expected {:#010x}",
+                        self.schema.field(field).name,
+                        fm.fst_crc
+                    ),
                 ));
             }
             Some(TermsReader::open(name, bytes)?)
@@ -144,8 +189,12 @@ impl SegmentReader {
 
     /// The postings entry of `field:term`, if the term occurs in this segment.
     pub fn term_info(&self, field: u32, term: &[u8]) -> Result<Option<(TermInfo, Bytes)>> {
-        let Some(dict) = self.terms(field)? else { return Ok(None) };
-        let Some(offset) = dict.get(term) else { return Ok(None) };
+        let Some(dict) = self.terms(field)? else {
+            return Ok(None);
+        };
+        let Some(offset) = dict.get(term) else {
+            return Ok(None);
+        };
         self.term_info_at(field, offset).map(Some)
     }
 
@@ -157,15 +206,21 @@ impl SegmentReader {
         let has_pos = self.schema.field(field).has_positions();
         let body_end = post.len() - FOOTER_LEN as u64;
         if offset < HEADER_LEN as u64 || offset >= body_end {
-            return Err(Error::corrupt(name, format!("term entry offset {offset} is outside the file body")));
+            return Err(Error::corrupt(
+                name,
+                format!("term entry offset {offset} is outside the file body"),
+            ));
         }
         let (bytes, at) = match &self.post_view {
             Some(view) => (view.clone(), offset),
             None => {
-                let head = post.read_bytes(offset, (offset + MAX_HEADER_LEN as u64).min(body_end))?;
+                let head =
+                    post.read_bytes(offset, (offset + MAX_HEADER_LEN as u64).min(body_end))?;
                 let len = TermInfo::entry_len(&head, has_pos).in_file(name)?;
                 let end = offset.checked_add(len).filter(|&e| e <= body_end);
-                let end = end.ok_or_else(|| Error::corrupt(name, "term entry runs past the end of the file"))?;
+                let end = end.ok_or_else(|| {
+                    Error::corrupt(name, "term entry runs past the end of the file")
+                })?;
                 (post.read_bytes(offset, end)?, 0)
             }
         };
@@ -177,20 +232,39 @@ impl SegmentReader {
     }
 
     /// A cursor over `field:term`'s documents; with positions if `with_positions`.
-    pub fn postings(&self, field: u32, info: &TermInfo, bytes: &Bytes, with_positions: bool) -> Result<PostingsCursor> {
+    pub fn postings(
+        &self,
+        field: u32,
+        info: &TermInfo,
+        bytes: &Bytes,
+        with_positions: bool,
+    ) -> Result<PostingsCursor> {
         let positions = if with_positions && self.schema.field(field).has_positions() {
-            let end = info.pos_start.checked_add(info.pos_len).filter(|&e| e <= self.files.pos.len() - FOOTER_LEN as u64);
-            let end = end.ok_or_else(|| Error::corrupt(self.files.pos.name(), "positions range out of bounds"))?;
+            let end = info
+                .pos_start
+                .checked_add(info.pos_len)
+                .filter(|&e| e <= self.files.pos.len() - FOOTER_LEN as u64);
+            let end = end.ok_or_else(|| {
+                Error::corrupt(self.files.pos.name(), "positions range out of bounds")
+            })?;
             Some(self.files.pos.read_bytes(info.pos_start, end)?)
         } else {
             None
         };
-        Ok(PostingsCursor::new(info, bytes, positions.as_ref(), self.meta.doc_count))
+        Ok(PostingsCursor::new(
+            info,
+            bytes,
+            positions.as_ref(),
+            self.meta.doc_count,
+        ))
     }
 
     /// The norms of a text field (one byte per document).
     pub fn norms(&self, field: u32) -> Result<Option<&Bytes>> {
-        let slot = self.norms.get(field as usize).ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        let slot = self
+            .norms
+            .get(field as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
         if let Some(n) = slot.get() {
             return Ok(n.as_ref());
         }
@@ -198,8 +272,12 @@ impl SegmentReader {
         let bytes = match fm.norms_offset {
             None => None,
             Some(off) => {
-                let end = off.checked_add(u64::from(self.meta.doc_count)).filter(|&e| e <= self.files.norms.len() - FOOTER_LEN as u64);
-                let end = end.ok_or_else(|| Error::corrupt(self.files.norms.name(), "norms range out of bounds"))?;
+                let end = off
+                    .checked_add(u64::from(self.meta.doc_count))
+                    .filter(|&e| e <= self.files.norms.len() - FOOTER_LEN as u64);
+                let end = end.ok_or_else(|| {
+                    Error::corrupt(self.files.norms.name(), "norms range out of bounds")
+                })?;
                 Some(self.files.norms.read_bytes(off, end)?)
             }
         };
@@ -214,7 +292,9 @@ impl SegmentReader {
         let end = start
             .checked_add(u64::from(self.meta.stored_blocks) * 12)
             .filter(|&e| e <= self.files.store.len() - FOOTER_LEN as u64)
-            .ok_or_else(|| Error::corrupt(self.files.store.name(), "stored block index out of bounds"))?;
+            .ok_or_else(|| {
+                Error::corrupt(self.files.store.name(), "stored block index out of bounds")
+            })?;
         let b = self.files.store.read_bytes(start, end)?;
         Ok(self.stored_index.get_or_init(|| b))
     }
@@ -223,12 +303,25 @@ impl SegmentReader {
     pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
         let name = self.files.store.name();
         let index_bytes = self.stored_index()?;
-        let index = StoredIndex::new(name, index_bytes, self.meta.stored_blocks, self.meta.stored_index_offset, self.meta.doc_count)?;
+        let index = StoredIndex::new(
+            name,
+            index_bytes,
+            self.meta.stored_blocks,
+            self.meta.stored_index_offset,
+            self.meta.doc_count,
+        )?;
         let b = index.block_of(doc)?;
         let (first, start, end) = index.block_range(b)?;
         let block = self.files.store.read_bytes(start, end)?;
         let (lens, data) = decode_block(name, &block)?;
-        let bytes = doc_in_block(name, &lens, &data, doc.checked_sub(first).ok_or_else(|| Error::corrupt(name, "stored block index out of order"))? as usize)?;
+        let bytes = doc_in_block(
+            name,
+            &lens,
+            &data,
+            doc.checked_sub(first)
+                .ok_or_else(|| Error::corrupt(name, "stored block index out of order"))?
+                as usize,
+        )?;
         decode_doc(&self.schema, bytes).in_file(name)
     }
 

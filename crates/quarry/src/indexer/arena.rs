@@ -35,7 +35,10 @@ pub struct IntArena {
 
 impl IntArena {
     pub fn new() -> Self {
-        Self { chunks: Vec::new(), next: 0 }
+        Self {
+            chunks: Vec::new(),
+            next: 0,
+        }
     }
 
     /// Bytes held.
@@ -56,15 +59,28 @@ impl IntArena {
     /// A new empty stream.
     pub fn stream(&mut self) -> Stream {
         let head = self.alloc(SLAB_SIZES[0]);
-        Stream { head, tail: head, end: head + SLAB_SIZES[0], level: 0, len: 0 }
+        Stream {
+            head,
+            tail: head,
+            end: head + SLAB_SIZES[0],
+            level: 0,
+            len: 0,
+        }
     }
 
     fn alloc(&mut self, size: u32) -> u32 {
         let need = size + 1;
-        if self.chunks.is_empty() || (self.next & MASK) + need > CHUNK || self.next >> CHUNK_BITS >= self.chunks.len() as u32 {
+        if self.chunks.is_empty()
+            || (self.next & MASK) + need > CHUNK
+            || self.next >> CHUNK_BITS >= self.chunks.len() as u32
+        {
             let c = self.chunks.len() as u32;
-            assert!(c < (1 << (32 - CHUNK_BITS)) - 1, "in-memory segment exceeds 16 GiB of postings");
-            self.chunks.push(vec![0u32; CHUNK as usize].into_boxed_slice());
+            assert!(
+                c < (1 << (32 - CHUNK_BITS)) - 1,
+                "in-memory segment exceeds 16 GiB of postings"
+            );
+            self.chunks
+                .push(vec![0u32; CHUNK as usize].into_boxed_slice());
             self.next = c << CHUNK_BITS;
         }
         let start = self.next;

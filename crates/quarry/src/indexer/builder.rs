@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rustc_hash::FxBuildHasher;
 use quarry_store::Directory;
+use rustc_hash::FxBuildHasher;
 
 use super::arena::{IntArena, Stream};
 use super::segment_writer::SegmentFileWriter;
@@ -79,7 +79,11 @@ impl SegmentBuilder {
         let fields: usize = self
             .fields
             .iter()
-            .map(|f| f.key_bytes + f.terms.capacity() * 32 + f.states.capacity() * std::mem::size_of::<TermState>())
+            .map(|f| {
+                f.key_bytes
+                    + f.terms.capacity() * 32
+                    + f.states.capacity() * std::mem::size_of::<TermState>()
+            })
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
         self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes()
@@ -98,7 +102,9 @@ impl SegmentBuilder {
             let arena = &mut self.arena;
             match (value, self.schema.fields()[f].field_type) {
                 (FieldValue::Str(text), FieldType::Text) => {
-                    let analyzer = self.analyzers[f].as_ref().expect("text fields have analyzers");
+                    let analyzer = self.analyzers[f]
+                        .as_ref()
+                        .expect("text fields have analyzers");
                     analyzer.for_each_token(text, &mut |tok| fb.add_token(arena, d, tok, true));
                 }
                 (FieldValue::Str(s), _) => fb.add_token(arena, d, s, false),
@@ -137,7 +143,8 @@ impl SegmentBuilder {
     /// Writes the segment's files into `dir` under `name`.
     pub fn flush(self, dir: &dyn Directory, name: &str) -> Result<SegmentMeta> {
         let mut w = SegmentFileWriter::new(&self.schema);
-        let (mut docs, mut freqs, mut pairs, mut positions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut docs, mut freqs, mut pairs, mut positions) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut norms_all = self.norms;
         for (f, fb) in self.fields.iter().enumerate() {
             let entry = &self.schema.fields()[f];
@@ -185,7 +192,12 @@ impl FieldBuilder {
                 self.terms.insert(tok.into(), id);
                 let docs = arena.stream();
                 let positions = if positions { arena.stream() } else { docs };
-                self.states.push(TermState { last_doc: u32::MAX, freq: 0, docs, positions });
+                self.states.push(TermState {
+                    last_doc: u32::MAX,
+                    freq: 0,
+                    docs,
+                    positions,
+                });
                 id
             }
         };

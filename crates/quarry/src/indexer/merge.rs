@@ -15,17 +15,23 @@ use crate::schema::Schema;
 use crate::{Error, Result};
 
 /// Writes segment `name` holding every document of `segments`, in order.
-pub fn merge_segments(dir: &dyn Directory, schema: &Schema, segments: &[Arc<SegmentReader>], name: &str) -> Result<SegmentMeta> {
+pub fn merge_segments(
+    dir: &dyn Directory,
+    schema: &Schema,
+    segments: &[Arc<SegmentReader>],
+    name: &str,
+) -> Result<SegmentMeta> {
     let mut bases = Vec::with_capacity(segments.len());
     let mut total = 0u32;
     for s in segments {
         bases.push(total);
-        total = total
-            .checked_add(s.doc_count())
-            .ok_or_else(|| Error::InvalidArgument("merged segment would exceed 2^32 documents".into()))?;
+        total = total.checked_add(s.doc_count()).ok_or_else(|| {
+            Error::InvalidArgument("merged segment would exceed 2^32 documents".into())
+        })?;
     }
     let mut w = SegmentFileWriter::new(schema);
-    let (mut docs, mut freqs, mut positions, mut pbuf) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut docs, mut freqs, mut positions, mut pbuf) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (f, entry) in schema.fields().iter().enumerate() {
         let f = f as u32;
         let mut norms = Vec::new();
@@ -77,18 +83,41 @@ pub fn merge_segments(dir: &dyn Directory, schema: &Schema, segments: &[Arc<Segm
                     return Err(Error::corrupt(format!("{}.post", seg.name()), why));
                 }
             }
-            w.add_term(term, &docs, &freqs, &positions, entry.has_norms().then_some(&norms[..]))?;
+            w.add_term(
+                term,
+                &docs,
+                &freqs,
+                &positions,
+                entry.has_norms().then_some(&norms[..]),
+            )?;
         }
-        let doc_count: u32 = segments.iter().map(|s| s.meta().fields[f as usize].doc_count).sum();
+        let doc_count: u32 = segments
+            .iter()
+            .map(|s| s.meta().fields[f as usize].doc_count)
+            .sum();
         w.end_field(doc_count)?;
     }
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
     for s in segments {
         let name = format!("{}.store", s.name());
         let meta = s.meta();
-        let handle = s.file_handles().into_iter().find(|(e, _)| *e == "store").map(|(_, h)| h.clone()).expect("store file");
-        let index_bytes = handle.read_bytes(meta.stored_index_offset, meta.stored_index_offset + u64::from(meta.stored_blocks) * 12)?;
-        let index = StoredIndex::new(&name, &index_bytes, meta.stored_blocks, meta.stored_index_offset, meta.doc_count)?;
+        let handle = s
+            .file_handles()
+            .into_iter()
+            .find(|(e, _)| *e == "store")
+            .map(|(_, h)| h.clone())
+            .expect("store file");
+        let index_bytes = handle.read_bytes(
+            meta.stored_index_offset,
+            meta.stored_index_offset + u64::from(meta.stored_blocks) * 12,
+        )?;
+        let index = StoredIndex::new(
+            &name,
+            &index_bytes,
+            meta.stored_blocks,
+            meta.stored_index_offset,
+            meta.doc_count,
+        )?;
         let mut n = 0u32;
         for b in 0..index.blocks() {
             let (_, start, end) = index.block_range(b)?;
@@ -101,7 +130,13 @@ pub fn merge_segments(dir: &dyn Directory, schema: &Schema, segments: &[Arc<Segm
             }
         }
         if n != meta.doc_count {
-            return Err(Error::corrupt(name, format!("holds {n} stored documents, the segment has {}", meta.doc_count)));
+            return Err(Error::corrupt(
+                name,
+                format!(
+                    "holds {n} stored documents, the segment has {}",
+                    meta.doc_count
+                ),
+            ));
         }
     }
     let mut runs: Vec<(u32, u64)> = Vec::new();

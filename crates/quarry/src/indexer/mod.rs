@@ -17,13 +17,13 @@ use std::time::Instant;
 
 use quarry_store::{open_directory, Directory, DirectoryKind};
 
-use builder::SegmentBuilder;
 use crate::codec::format;
 use crate::codec::meta::{CommitPoint, SegmentMeta, SegmentRef};
 use crate::document::Document;
 use crate::index::{latest_commit, SegmentReader};
 use crate::schema::Schema;
 use crate::{failpoint, Error, Result};
+use builder::SegmentBuilder;
 
 /// How segments are merged after a commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,9 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         Self {
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             ram_budget_bytes: 512 << 20,
             merge_policy: MergePolicy::default(),
             directory: DirectoryKind::Mmap,
@@ -118,7 +120,12 @@ impl Shared {
 
 enum Workers {
     Inline(Option<SegmentBuilder>),
-    Threads { senders: Vec<SyncSender<Msg>>, handles: Vec<JoinHandle<()>>, batch: Vec<(u64, Document)>, next: usize },
+    Threads {
+        senders: Vec<SyncSender<Msg>>,
+        handles: Vec<JoinHandle<()>>,
+        batch: Vec<(u64, Document)>,
+        next: usize,
+    },
 }
 
 const BATCH: usize = 256;
@@ -162,7 +169,9 @@ impl IndexWriter {
     /// Opens the index in `path` to add documents to it.
     pub fn open(path: &Path, opts: WriterOptions) -> Result<Self> {
         let dir = open_directory(path, opts.directory)?;
-        let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex { path: path.display().to_string() })?;
+        let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
+            path: path.display().to_string(),
+        })?;
         let schema = Schema::from_value(&commit.schema)?;
         Ok(Self::with_commit(dir, schema, opts, commit))
     }
@@ -185,7 +194,12 @@ impl IndexWriter {
         Ok(w)
     }
 
-    fn with_commit(dir: Arc<dyn Directory>, schema: Schema, opts: WriterOptions, commit: CommitPoint) -> Self {
+    fn with_commit(
+        dir: Arc<dyn Directory>,
+        schema: Schema,
+        opts: WriterOptions,
+        commit: CommitPoint,
+    ) -> Self {
         let threads = opts.threads.max(1);
         let shared = Arc::new(Shared {
             dir,
@@ -210,10 +224,21 @@ impl IndexWriter {
                 senders.push(tx);
                 handles.push(h);
             }
-            Workers::Threads { senders, handles, batch: Vec::with_capacity(BATCH), next: 0 }
+            Workers::Threads {
+                senders,
+                handles,
+                batch: Vec::with_capacity(BATCH),
+                next: 0,
+            }
         };
         let next_seq = commit.next_seq;
-        Self { shared, opts, commit, next_seq, workers }
+        Self {
+            shared,
+            opts,
+            commit,
+            next_seq,
+            workers,
+        }
     }
 
     pub fn schema(&self) -> &Schema {
@@ -222,7 +247,9 @@ impl IndexWriter {
 
     /// Sets application data stored with the next commit.
     pub fn set_user_data(&mut self, key: &str, value: &str) {
-        self.commit.user_data.insert(key.to_string(), value.to_string());
+        self.commit
+            .user_data
+            .insert(key.to_string(), value.to_string());
     }
 
     fn check_failure(&self) -> Result<()> {
@@ -243,7 +270,12 @@ impl IndexWriter {
                     self.check_failure()?;
                 }
             }
-            Workers::Threads { senders, batch, next, .. } => {
+            Workers::Threads {
+                senders,
+                batch,
+                next,
+                ..
+            } => {
                 batch.push((seq, doc));
                 if batch.len() >= BATCH {
                     let docs = std::mem::replace(batch, Vec::with_capacity(BATCH));
@@ -269,21 +301,30 @@ impl IndexWriter {
                     self.shared.flush(b);
                 }
             }
-            Workers::Threads { senders, batch, next, .. } => {
+            Workers::Threads {
+                senders,
+                batch,
+                next,
+                ..
+            } => {
                 if !batch.is_empty() {
                     let docs = std::mem::take(batch);
                     let i = *next % senders.len();
                     *next += 1;
-                    senders[i].send(Msg::Docs(docs)).map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
+                    senders[i]
+                        .send(Msg::Docs(docs))
+                        .map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
                 }
                 let mut acks = Vec::new();
                 for s in senders.iter() {
                     let (tx, rx) = sync_channel(1);
-                    s.send(Msg::Flush(tx)).map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
+                    s.send(Msg::Flush(tx))
+                        .map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
                     acks.push(rx);
                 }
                 for rx in acks {
-                    rx.recv().map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
+                    rx.recv()
+                        .map_err(|_| Error::WriterPoisoned("an indexing thread stopped".into()))?;
                 }
             }
         }
@@ -295,10 +336,20 @@ impl IndexWriter {
     pub fn commit(&mut self) -> Result<CommitStats> {
         let start = Instant::now();
         self.flush_all()?;
-        let mut flushed: Vec<SegmentMeta> = std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
-        flushed.sort_by(|a, b| a.seq_runs.first().map(|r| r.1).cmp(&b.seq_runs.first().map(|r| r.1)));
+        let mut flushed: Vec<SegmentMeta> =
+            std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
+        flushed.sort_by(|a, b| {
+            a.seq_runs
+                .first()
+                .map(|r| r.1)
+                .cmp(&b.seq_runs.first().map(|r| r.1))
+        });
         let mut segments = self.commit.segments.clone();
-        segments.extend(flushed.iter().map(|m| SegmentRef { name: m.name.clone(), doc_count: m.doc_count, del_gen: 0 }));
+        segments.extend(flushed.iter().map(|m| SegmentRef {
+            name: m.name.clone(),
+            doc_count: m.doc_count,
+            del_gen: 0,
+        }));
         self.publish(segments)?;
         let merges = self.maybe_merge()?;
         Ok(CommitStats {
@@ -334,14 +385,27 @@ impl IndexWriter {
     /// readers that still have them open keep their mappings).
     fn delete_unreferenced(&self) -> Result<()> {
         let dir = &*self.shared.dir;
-        let live: HashSet<&str> = self.commit.segments.iter().map(|s| s.name.as_str()).collect();
-        let pending: HashSet<String> = self.shared.flushed.lock().expect("flushed list").iter().map(|m| m.name.clone()).collect();
+        let live: HashSet<&str> = self
+            .commit
+            .segments
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        let pending: HashSet<String> = self
+            .shared
+            .flushed
+            .lock()
+            .expect("flushed list")
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
         let current = CommitPoint::file_name(self.commit.generation);
         for name in dir.list()? {
             let doomed = if CommitPoint::parse_name(&name).is_some() {
                 name != current
             } else if let Some((seg, ext)) = name.split_once('.') {
-                let ours = format::SEGMENT_FILES.iter().any(|(e, _)| *e == ext) && seg.starts_with('s');
+                let ours =
+                    format::SEGMENT_FILES.iter().any(|(e, _)| *e == ext) && seg.starts_with('s');
                 ours && !live.contains(seg) && !pending.contains(seg)
             } else {
                 false
@@ -354,34 +418,66 @@ impl IndexWriter {
     }
 
     fn open_segments(&self, names: &[SegmentRef]) -> Result<Vec<Arc<SegmentReader>>> {
-        names.iter().map(|s| SegmentReader::open(self.shared.dir.clone(), &s.name, &self.shared.schema).map(Arc::new)).collect()
+        names
+            .iter()
+            .map(|s| {
+                SegmentReader::open(self.shared.dir.clone(), &s.name, &self.shared.schema)
+                    .map(Arc::new)
+            })
+            .collect()
     }
 
     /// Merges `picked` (indexes into the committed segments) into one and commits.
     fn merge_and_publish(&mut self, picked: &[usize]) -> Result<()> {
-        let refs: Vec<SegmentRef> = picked.iter().map(|&i| self.commit.segments[i].clone()).collect();
+        let refs: Vec<SegmentRef> = picked
+            .iter()
+            .map(|&i| self.commit.segments[i].clone())
+            .collect();
         let readers = self.open_segments(&refs)?;
         let name = self.shared.segment_name();
         let meta = merge_segments(&*self.shared.dir, &self.shared.schema, &readers, &name)?;
         drop(readers);
-        let mut segments: Vec<SegmentRef> =
-            self.commit.segments.iter().enumerate().filter(|(i, _)| !picked.contains(i)).map(|(_, s)| s.clone()).collect();
-        let pos = picked.iter().copied().min().unwrap_or(0).min(segments.len());
-        segments.insert(pos, SegmentRef { name: meta.name.clone(), doc_count: meta.doc_count, del_gen: 0 });
+        let mut segments: Vec<SegmentRef> = self
+            .commit
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !picked.contains(i))
+            .map(|(_, s)| s.clone())
+            .collect();
+        let pos = picked
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(0)
+            .min(segments.len());
+        segments.insert(
+            pos,
+            SegmentRef {
+                name: meta.name.clone(),
+                doc_count: meta.doc_count,
+                del_gen: 0,
+            },
+        );
         self.publish(segments)
     }
 
     fn maybe_merge(&mut self) -> Result<usize> {
-        let MergePolicy::Log { factor } = self.opts.merge_policy else { return Ok(0) };
+        let MergePolicy::Log { factor } = self.opts.merge_policy else {
+            return Ok(0);
+        };
         let factor = factor.max(2);
         let mut merges = 0;
         loop {
-            let level = |docs: u32| ((docs.max(1) as f64).ln() / (factor as f64).ln()).floor() as i64;
+            let level =
+                |docs: u32| ((docs.max(1) as f64).ln() / (factor as f64).ln()).floor() as i64;
             let mut by_level: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
             for (i, s) in self.commit.segments.iter().enumerate() {
                 by_level.entry(level(s.doc_count)).or_default().push(i);
             }
-            let Some(group) = by_level.values().find(|g| g.len() >= factor) else { return Ok(merges) };
+            let Some(group) = by_level.values().find(|g| g.len() >= factor) else {
+                return Ok(merges);
+            };
             let picked: Vec<usize> = group[..factor].to_vec();
             self.merge_and_publish(&picked)?;
             merges += 1;
@@ -416,7 +512,10 @@ impl IndexWriter {
 
 impl Drop for IndexWriter {
     fn drop(&mut self) {
-        if let Workers::Threads { senders, handles, .. } = &mut self.workers {
+        if let Workers::Threads {
+            senders, handles, ..
+        } = &mut self.workers
+        {
             senders.clear();
             for h in handles.drain(..) {
                 let _ = h.join();

@@ -29,7 +29,10 @@ impl SegmentFileWriter {
     pub fn new(schema: &Schema) -> Self {
         Self {
             schema: schema.clone(),
-            postings: PostingsWriter::new(format::begin(format::KIND_POSTINGS), format::begin(format::KIND_POSITIONS)),
+            postings: PostingsWriter::new(
+                format::begin(format::KIND_POSTINGS),
+                format::begin(format::KIND_POSITIONS),
+            ),
             terms_file: format::begin(format::KIND_TERMS),
             norms_file: format::begin(format::KIND_NORMS),
             fields: vec![FieldMeta::default(); schema.fields().len()],
@@ -45,13 +48,22 @@ impl SegmentFileWriter {
     }
 
     /// Adds one term of the current field; terms in increasing byte order.
-    pub fn add_term(&mut self, term: &[u8], docs: &[u32], freqs: &[u32], positions: &[u32], norms: Option<&[u8]>) -> Result<()> {
+    pub fn add_term(
+        &mut self,
+        term: &[u8],
+        docs: &[u32],
+        freqs: &[u32],
+        positions: &[u32],
+        norms: Option<&[u8]>,
+    ) -> Result<()> {
         let (field, terms) = self.current.as_mut().expect("begin_field first");
         let entry = self.schema.field(*field);
         let positions = entry.has_positions().then_some(positions);
         let norm_of = |d: u32| norms.and_then(|n| n.get(d as usize).copied()).unwrap_or(1);
         let avgdl = self.avgdl.get(*field as usize).copied().unwrap_or(1.0);
-        let offset = self.postings.write_term(docs, freqs, positions, &norm_of, avgdl);
+        let offset = self
+            .postings
+            .write_term(docs, freqs, positions, &norm_of, avgdl);
         terms.insert(term, offset)?;
         let fm = &mut self.fields[*field as usize];
         fm.unique_terms += 1;
@@ -76,7 +88,12 @@ impl SegmentFileWriter {
     /// Sets the norms (one byte per document) of a text field.
     pub fn set_norms(&mut self, field: u32, norms: &[u8]) {
         self.fields[field as usize].norms_offset = Some(self.norms_file.len() as u64);
-        let (sum, n) = norms.iter().filter(|&&b| b > 0).fold((0u64, 0u64), |(s, n), &b| (s + u64::from(crate::codec::norms::norm_to_length(b)), n + 1));
+        let (sum, n) = norms
+            .iter()
+            .filter(|&&b| b > 0)
+            .fold((0u64, 0u64), |(s, n), &b| {
+                (s + u64::from(crate::codec::norms::norm_to_length(b)), n + 1)
+            });
         self.avgdl[field as usize] = if n == 0 { 1.0 } else { sum as f32 / n as f32 };
         self.norms_file.extend_from_slice(norms);
     }
@@ -122,7 +139,13 @@ impl SegmentFileWriter {
 /// Creates `name`, writes the parts (which start with the file's header) and the footer with a
 /// CRC computed on the way, and fsyncs.
 fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<FileMeta> {
-    let io = |e| Error::Store(quarry_store::StoreError::Io { op: "write", path: dir.path().join(name), source: e });
+    let io = |e| {
+        Error::Store(quarry_store::StoreError::Io {
+            op: "write",
+            path: dir.path().join(name),
+            source: e,
+        })
+    };
     let mut w = dir.create(name)?;
     let mut crc = 0u32;
     let mut len = 0u64;
@@ -142,7 +165,13 @@ fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<Fil
 /// Creates `name`, writes `bytes` and fsyncs.
 pub(crate) fn write_file(dir: &dyn Directory, name: &str, bytes: &[u8]) -> Result<()> {
     let mut w = dir.create(name)?;
-    w.write_all(bytes).map_err(|e| Error::Store(quarry_store::StoreError::Io { op: "write", path: dir.path().join(name), source: e }))?;
+    w.write_all(bytes).map_err(|e| {
+        Error::Store(quarry_store::StoreError::Io {
+            op: "write",
+            path: dir.path().join(name),
+            source: e,
+        })
+    })?;
     w.finish()?;
     Ok(())
 }

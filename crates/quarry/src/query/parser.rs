@@ -1423,9 +1423,9 @@ impl<'a> Parser<'a> {
         let occur = self.cfg.operator_occur();
         match q {
             // Per-token groups (several default fields): each group becomes a clause.
-            Query::Boolean { clauses: nested, .. }
-                if !nested.iter().all(|c| matches!(c.query, Query::Term { .. })) =>
-            {
+            Query::Boolean {
+                clauses: nested, ..
+            } if !nested.iter().all(|c| matches!(c.query, Query::Term { .. })) => {
                 for c in nested {
                     clauses.push(Clause::new(occur, c.query));
                 }
@@ -1903,7 +1903,10 @@ mod tests {
         // Each rendering was produced by Lucene 10.6.0's classic QueryParser (default field
         // body, operator OR, StandardAnalyzer) through bench/lucene's oracle command.
         let cases = [
-            ("+energy oil gas coal", "+body:energy (body:oil body:gas body:coal)"),
+            (
+                "+energy oil gas coal",
+                "+body:energy (body:oil body:gas body:coal)",
+            ),
             ("oil gas -coal", "(body:oil body:gas) -body:coal"),
             ("-coal oil gas", "-body:coal (body:oil body:gas)"),
             ("oil gas AND coal", "body:oil +body:gas +body:coal"),
@@ -1914,7 +1917,10 @@ mod tests {
             ("oil gas title:x", "(body:oil body:gas) title:x"),
             ("(oil gas) coal", "(body:oil body:gas) body:coal"),
             ("oil gas (coal)", "(body:oil body:gas) body:coal"),
-            ("a b \"c d\" e f", "(body:a body:b) body:\"c d\" (body:e body:f)"),
+            (
+                "a b \"c d\" e f",
+                "(body:a body:b) body:\"c d\" (body:e body:f)",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(parser().parse(input).unwrap().to_string(), want, "{input}");

@@ -54,7 +54,10 @@ impl Bm25 {
 
     /// A scorer for one term (or phrase: `idf` is then the sum of its terms' idfs).
     pub fn scorer(&self, boost: f32, idf: f32, stats: &FieldStats) -> SimScorer {
-        SimScorer { weight: boost * idf, cache: self.norm_cache(stats) }
+        SimScorer {
+            weight: boost * idf,
+            cache: self.norm_cache(stats),
+        }
     }
 }
 
@@ -68,7 +71,10 @@ pub struct SimScorer {
 impl SimScorer {
     /// A scorer over a field's precomputed norm cache.
     pub fn with_cache(boost: f32, idf: f32, cache: Arc<[f32; 256]>) -> Self {
-        Self { weight: boost * idf, cache }
+        Self {
+            weight: boost * idf,
+            cache,
+        }
     }
 }
 
@@ -86,7 +92,14 @@ mod tests {
 
     #[test]
     fn monotonic_in_freq_and_norm() {
-        let s = Bm25::default().scorer(1.0, Bm25::idf(10, 1000), &FieldStats { doc_count: 1000, sum_total_term_freq: 100_000 });
+        let s = Bm25::default().scorer(
+            1.0,
+            Bm25::idf(10, 1000),
+            &FieldStats {
+                doc_count: 1000,
+                sum_total_term_freq: 100_000,
+            },
+        );
         for n in 1..255u8 {
             assert!(s.score(1.0, n) >= s.score(1.0, n + 1));
             assert!(s.score(2.0, n) >= s.score(1.0, n));

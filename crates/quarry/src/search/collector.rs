@@ -36,7 +36,9 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     /// "Greater" = worse: lower score, then later in index order.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.0.score.total_cmp(&self.0.score).then(self.0.seq.cmp(&o.0.seq))
+        o.0.score
+            .total_cmp(&self.0.score)
+            .then(self.0.seq.cmp(&o.0.seq))
     }
 }
 
@@ -48,7 +50,10 @@ pub struct TopK {
 
 impl TopK {
     pub fn new(k: usize) -> Self {
-        Self { k, heap: BinaryHeap::with_capacity(k + 1) }
+        Self {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
     }
 
     /// The score a new hit must reach to possibly enter (when full).
@@ -70,14 +75,22 @@ impl TopK {
             return;
         }
         if self.heap.len() < self.k {
-            self.heap.push(Entry(Hit { score, doc, seq: seq() }));
+            self.heap.push(Entry(Hit {
+                score,
+                doc,
+                seq: seq(),
+            }));
             return;
         }
         let worst = self.heap.peek().expect("full heap").0;
         if score < worst.score {
             return;
         }
-        let hit = Hit { score, doc, seq: seq() };
+        let hit = Hit {
+            score,
+            doc,
+            seq: seq(),
+        };
         if score == worst.score && hit.seq > worst.seq {
             return;
         }
@@ -101,7 +114,14 @@ mod tests {
     fn keeps_best_and_breaks_ties_by_index_order() {
         let mut t = TopK::new(3);
         let a = |d| DocAddress { segment: 0, doc: d };
-        for (d, s, q) in [(0, 1.0, 5), (1, 3.0, 1), (2, 2.0, 9), (3, 2.0, 2), (4, 0.5, 0), (5, 2.0, 3)] {
+        for (d, s, q) in [
+            (0, 1.0, 5),
+            (1, 3.0, 1),
+            (2, 2.0, 9),
+            (3, 2.0, 2),
+            (4, 0.5, 0),
+            (5, 2.0, 3),
+        ] {
             t.offer(s, a(d), || q);
         }
         let docs: Vec<u32> = t.into_sorted().iter().map(|h| h.doc.doc).collect();

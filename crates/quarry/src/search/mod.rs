@@ -40,7 +40,9 @@ impl std::str::FromStr for SearchMode {
             "top" => Ok(Self::Top),
             "top_count" => Ok(Self::TopCount),
             "count" => Ok(Self::Count),
-            o => Err(format!("unknown search mode {o:?} (expected top, top_count or count)")),
+            o => Err(format!(
+                "unknown search mode {o:?} (expected top, top_count or count)"
+            )),
         }
     }
 }
@@ -74,7 +76,10 @@ impl FieldAnalysis for SchemaAnalysis {
         match self.0.field_id(field) {
             Some(id) if self.0.field(id).field_type == FieldType::Text => {
                 let mut out = Vec::new();
-                self.0.analyzer(id).expect("text field").for_each_token(text, &mut |t| out.push(t.to_string()));
+                self.0
+                    .analyzer(id)
+                    .expect("text field")
+                    .for_each_token(text, &mut |t| out.push(t.to_string()));
                 out
             }
             Some(_) => vec![text.to_string()],
@@ -83,7 +88,9 @@ impl FieldAnalysis for SchemaAnalysis {
     }
     fn normalize(&self, field: &str, text: &str) -> String {
         match self.0.field_id(field) {
-            Some(id) if self.0.field(id).field_type == FieldType::Text => self.0.analyzer(id).expect("text field").normalize(text),
+            Some(id) if self.0.field(id).field_type == FieldType::Text => {
+                self.0.analyzer(id).expect("text field").normalize(text)
+            }
             Some(_) => text.to_string(),
             None => text.to_lowercase(),
         }
@@ -104,7 +111,13 @@ impl Searcher {
         }
         let bm25 = Bm25::default();
         let norm_caches = Arc::new(stats.iter().map(|s| bm25.norm_cache(s)).collect());
-        Self { schema, segments, stats: Arc::new(stats), norm_caches, bm25 }
+        Self {
+            schema,
+            segments,
+            stats: Arc::new(stats),
+            norm_caches,
+            bm25,
+        }
     }
 
     /// Uses other BM25 parameters.
@@ -127,7 +140,11 @@ impl Searcher {
     /// A query parser for this index's schema (default operator OR).
     pub fn query_parser(&self, default_fields: &[&str]) -> Result<QueryParser> {
         let fields: Vec<String> = if default_fields.is_empty() {
-            self.schema.text_fields().iter().map(|s| s.to_string()).collect()
+            self.schema
+                .text_fields()
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
         } else {
             default_fields.iter().map(|s| s.to_string()).collect()
         };
@@ -137,16 +154,22 @@ impl Searcher {
             }
         }
         if fields.is_empty() {
-            return Err(Error::Query("no default field: the schema has no text field; name one".into()));
+            return Err(Error::Query(
+                "no default field: the schema has no text field; name one".into(),
+            ));
         }
-        Ok(QueryParser::with_default_fields(fields, Arc::new(SchemaAnalysis(self.schema.clone())))
-            .with_default_operator(Operator::Or))
+        Ok(
+            QueryParser::with_default_fields(fields, Arc::new(SchemaAnalysis(self.schema.clone())))
+                .with_default_operator(Operator::Or),
+        )
     }
 
     /// Parses `query` in Lucene's classic syntax against `default_fields` (all text fields when
     /// empty), default operator OR.
     pub fn parse_query(&self, query: &str, default_fields: &[&str]) -> Result<Query> {
-        self.query_parser(default_fields)?.parse(query).map_err(|e| Error::Query(e.to_string()))
+        self.query_parser(default_fields)?
+            .parse(query)
+            .map_err(|e| Error::Query(e.to_string()))
     }
 
     /// Runs `query`: the best `k` hits and the hit count, as `mode` asks.
@@ -179,8 +202,14 @@ impl Searcher {
                 }
                 let (n, skipped) = match mode {
                     SearchMode::Top => union::top_k(&mut scorers, seg, ord as u32, &mut top),
-                    SearchMode::TopCount => (union::exhaustive(&mut scorers, seg, ord as u32, &mut top, true), false),
-                    SearchMode::Count => (union::exhaustive(&mut scorers, seg, ord as u32, &mut top, false), false),
+                    SearchMode::TopCount => (
+                        union::exhaustive(&mut scorers, seg, ord as u32, &mut top, true),
+                        false,
+                    ),
+                    SearchMode::Count => (
+                        union::exhaustive(&mut scorers, seg, ord as u32, &mut top, false),
+                        false,
+                    ),
                 };
                 if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
                     return Err(Error::corrupt(format!("{}.post", seg.name()), why));
@@ -189,7 +218,9 @@ impl Searcher {
                 exact &= !skipped;
                 continue;
             }
-            let Some(mut s) = weight.scorer(seg, ord)? else { continue };
+            let Some(mut s) = weight.scorer(seg, ord)? else {
+                continue;
+            };
             let (n, skipped) = collect_segment(&mut *s, seg, ord as u32, &mut top, mode);
             total += n;
             exact &= !skipped;
@@ -197,21 +228,30 @@ impl Searcher {
                 return Err(Error::corrupt(format!("{}.post", seg.name()), why));
             }
         }
-        Ok(SearchResult { total_hits: total, hits_exact: exact, top: top.into_sorted() })
+        Ok(SearchResult {
+            total_hits: total,
+            hits_exact: exact,
+            top: top.into_sorted(),
+        })
     }
 
     /// The stored fields of a hit.
     pub fn stored_fields(&self, doc: DocAddress) -> Result<Map<String, Value>> {
-        let seg = self
-            .segments
-            .get(doc.segment as usize)
-            .ok_or_else(|| Error::InvalidArgument(format!("segment {} out of range", doc.segment)))?;
+        let seg = self.segments.get(doc.segment as usize).ok_or_else(|| {
+            Error::InvalidArgument(format!("segment {} out of range", doc.segment))
+        })?;
         seg.stored_fields(doc.doc)
     }
 }
 
 /// Scores one segment into `top`; returns (matches counted, whether documents were skipped).
-fn collect_segment(s: &mut dyn Scorer, seg: &SegmentReader, ord: u32, top: &mut TopK, mode: SearchMode) -> (u64, bool) {
+fn collect_segment(
+    s: &mut dyn Scorer,
+    seg: &SegmentReader,
+    ord: u32,
+    top: &mut TopK,
+    mode: SearchMode,
+) -> (u64, bool) {
     let two_phase = s.is_two_phase();
     let mut count = 0u64;
     let mut skipped = false;
@@ -251,12 +291,23 @@ fn collect_segment(s: &mut dyn Scorer, seg: &SegmentReader, ord: u32, top: &mut 
                         continue;
                     }
                     // Competitive: score the window's documents.
-                    let mut d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                    let mut d = if s.doc() < target {
+                        s.seek(target)
+                    } else {
+                        s.doc()
+                    };
                     while d != TERMINATED && d <= end {
                         if !two_phase || s.matches() {
                             count += 1;
                             let score = s.score();
-                            top.offer(score, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+                            top.offer(
+                                score,
+                                DocAddress {
+                                    segment: ord,
+                                    doc: d,
+                                },
+                                || seg.seq(d),
+                            );
                             if top.threshold().is_some_and(|t| max < t) {
                                 break;
                             }
@@ -270,14 +321,25 @@ fn collect_segment(s: &mut dyn Scorer, seg: &SegmentReader, ord: u32, top: &mut 
                         target = d;
                     }
                 } else {
-                    let d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                    let d = if s.doc() < target {
+                        s.seek(target)
+                    } else {
+                        s.doc()
+                    };
                     if d == TERMINATED {
                         break;
                     }
                     if !two_phase || s.matches() {
                         count += 1;
                         let score = s.score();
-                        top.offer(score, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+                        top.offer(
+                            score,
+                            DocAddress {
+                                segment: ord,
+                                doc: d,
+                            },
+                            || seg.seq(d),
+                        );
                     }
                     target = s.next();
                 }

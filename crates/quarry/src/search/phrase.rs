@@ -33,10 +33,26 @@ impl PhraseScorer {
         let mut order: Vec<usize> = (0..terms.len()).collect();
         order.sort_by_key(|&i| terms[i].cursor.doc_freq());
         // A phrase occurs at most as often as its rarest term.
-        let max_freq = terms.iter().map(|t| t.cursor.term_impact().max_freq).min().unwrap_or(1);
+        let max_freq = terms
+            .iter()
+            .map(|t| t.cursor.term_impact().max_freq)
+            .min()
+            .unwrap_or(1);
         let max = sim.score(max_freq as f32, 1);
         let n = terms.len();
-        let mut p = Self { terms, order, slop, sim, norms, doc: 0, freq: 0.0, positions: vec![Vec::new(); n], starts: Vec::new(), buf: Vec::new(), max };
+        let mut p = Self {
+            terms,
+            order,
+            slop,
+            sim,
+            norms,
+            doc: 0,
+            freq: 0.0,
+            positions: vec![Vec::new(); n],
+            starts: Vec::new(),
+            buf: Vec::new(),
+            max,
+        };
         let first = p.terms[p.order[0]].cursor.doc();
         p.doc = p.align(first);
         p
@@ -110,11 +126,14 @@ impl PhraseScorer {
         let n = self.terms.len();
         let mut idx = vec![0usize; n];
         let pos_of = |i: usize, k: usize| -> Option<i64> {
-            self.positions[i].get(k).map(|&p| i64::from(p) - i64::from(self.terms[i].offset))
+            self.positions[i]
+                .get(k)
+                .map(|&p| i64::from(p) - i64::from(self.terms[i].offset))
         };
         // (position, offset, ord) ordering, as Lucene's PhraseQueue.
         let key = |i: usize, p: i64| (p, self.terms[i].offset, i);
-        let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> = Default::default();
+        let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> =
+            Default::default();
         let mut end = i64::MIN;
         for i in 0..n {
             let Some(p) = pos_of(i, 0) else { return 0.0 };
@@ -198,6 +217,8 @@ impl Scorer for PhraseScorer {
         self.max
     }
     fn corruption(&self) -> Option<String> {
-        self.terms.iter().find_map(|t| t.cursor.is_corrupt().map(str::to_string))
+        self.terms
+            .iter()
+            .find_map(|t| t.cursor.is_corrupt().map(str::to_string))
     }
 }

@@ -49,8 +49,16 @@ pub struct TermScorer {
 impl TermScorer {
     pub fn new(cursor: PostingsCursor, sim: SimScorer, norms: Option<Bytes>) -> Self {
         let imp = cursor.term_impact();
-        let max = sim.score(imp.max_freq as f32, if norms.is_some() { imp.min_norm } else { 1 });
-        Self { cursor, sim, norms, max }
+        let max = sim.score(
+            imp.max_freq as f32,
+            if norms.is_some() { imp.min_norm } else { 1 },
+        );
+        Self {
+            cursor,
+            sim,
+            norms,
+            max,
+        }
     }
     #[inline]
     fn norm(&self, doc: u32) -> u8 {
@@ -96,7 +104,11 @@ impl Scorer for TermScorer {
             Some((last, impacts)) => {
                 let mut best = 0f32;
                 for imp in impacts.pairs() {
-                    let norm = if self.norms.is_some() { imp.min_norm } else { 1 };
+                    let norm = if self.norms.is_some() {
+                        imp.min_norm
+                    } else {
+                        1
+                    };
                     best = best.max(self.sim.score(imp.max_freq as f32, norm));
                 }
                 (last, best)
@@ -118,7 +130,11 @@ pub struct AllScorer {
 
 impl AllScorer {
     pub fn new(max_doc: u32, score: f32) -> Self {
-        Self { doc: if max_doc == 0 { TERMINATED } else { 0 }, max_doc, score }
+        Self {
+            doc: if max_doc == 0 { TERMINATED } else { 0 },
+            max_doc,
+            score,
+        }
     }
 }
 
@@ -130,7 +146,11 @@ impl Scorer for AllScorer {
         self.seek(self.doc.saturating_add(1))
     }
     fn seek(&mut self, target: u32) -> u32 {
-        self.doc = if target >= self.max_doc { TERMINATED } else { target.max(self.doc) };
+        self.doc = if target >= self.max_doc {
+            TERMINATED
+        } else {
+            target.max(self.doc)
+        };
         self.doc
     }
     fn score(&mut self) -> f32 {
@@ -195,7 +215,11 @@ impl ConjunctionScorer {
     pub fn new(mut subs: Vec<(Box<dyn Scorer>, bool)>) -> Self {
         subs.sort_by_key(|(s, _)| s.cost());
         let (subs, scoring): (Vec<_>, Vec<_>) = subs.into_iter().unzip();
-        let mut c = Self { subs, scoring, doc: 0 };
+        let mut c = Self {
+            subs,
+            scoring,
+            doc: 0,
+        };
         let first = c.subs[0].doc();
         c.doc = c.align(first);
         c
@@ -258,7 +282,13 @@ impl Scorer for ConjunctionScorer {
         self.subs[0].cost()
     }
     fn max_score(&self) -> f32 {
-        let sum: f64 = self.subs.iter().zip(&self.scoring).filter(|(_, &sc)| sc).map(|(s, _)| f64::from(s.max_score())).sum();
+        let sum: f64 = self
+            .subs
+            .iter()
+            .zip(&self.scoring)
+            .filter(|(_, &sc)| sc)
+            .map(|(s, _)| f64::from(s.max_score()))
+            .sum();
         sum as f32 * (1.0 + 1e-6)
     }
     /// The window ends at the nearest block end of any sub; its bound is the sum of the scoring
@@ -296,7 +326,13 @@ pub struct DisjunctionScorer {
 impl DisjunctionScorer {
     pub fn new(subs: Vec<Box<dyn Scorer>>, min_match: usize) -> Self {
         let cost = subs.iter().map(|s| s.cost()).sum();
-        let mut d = Self { subs, min_match: min_match.max(1), doc: 0, on_doc: Vec::new(), cost };
+        let mut d = Self {
+            subs,
+            min_match: min_match.max(1),
+            doc: 0,
+            on_doc: Vec::new(),
+            cost,
+        };
         d.doc = d.settle(0);
         d
     }
@@ -307,7 +343,11 @@ impl DisjunctionScorer {
         loop {
             let mut min = TERMINATED;
             for s in self.subs.iter_mut() {
-                let d = if s.doc() < target { s.seek(target) } else { s.doc() };
+                let d = if s.doc() < target {
+                    s.seek(target)
+                } else {
+                    s.doc()
+                };
                 min = min.min(d);
             }
             if min == TERMINATED {
@@ -385,7 +425,11 @@ pub struct ExclusionScorer {
 
 impl ExclusionScorer {
     pub fn new(required: Box<dyn Scorer>, excluded: Box<dyn Scorer>) -> Self {
-        let mut e = Self { doc: required.doc(), required, excluded };
+        let mut e = Self {
+            doc: required.doc(),
+            required,
+            excluded,
+        };
         e.doc = e.settle(e.doc);
         e
     }
@@ -437,7 +481,9 @@ impl Scorer for ExclusionScorer {
         self.required.block_max(target)
     }
     fn corruption(&self) -> Option<String> {
-        self.required.corruption().or_else(|| self.excluded.corruption())
+        self.required
+            .corruption()
+            .or_else(|| self.excluded.corruption())
     }
 }
 
@@ -472,7 +518,11 @@ impl Scorer for ReqOptScorer {
     fn score(&mut self) -> f32 {
         let d = self.required.doc();
         let mut s = f64::from(self.required.score());
-        let o = if self.optional.doc() < d { self.optional.seek(d) } else { self.optional.doc() };
+        let o = if self.optional.doc() < d {
+            self.optional.seek(d)
+        } else {
+            self.optional.doc()
+        };
         if o == d && self.optional.matches() {
             s += f64::from(self.optional.score());
         }
@@ -482,10 +532,13 @@ impl Scorer for ReqOptScorer {
         self.required.cost()
     }
     fn max_score(&self) -> f32 {
-        ((f64::from(self.required.max_score()) + f64::from(self.optional.max_score())) as f32) * (1.0 + 1e-6)
+        ((f64::from(self.required.max_score()) + f64::from(self.optional.max_score())) as f32)
+            * (1.0 + 1e-6)
     }
     fn corruption(&self) -> Option<String> {
-        self.required.corruption().or_else(|| self.optional.corruption())
+        self.required
+            .corruption()
+            .or_else(|| self.optional.corruption())
     }
 }
 

@@ -18,7 +18,12 @@ const WINDOW: u32 = 2048;
 
 /// Scores a union of term scorers on one segment into `top`; returns (hits counted, whether some
 /// documents were skipped so the count is a lower bound).
-pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut TopK) -> (u64, bool) {
+pub fn top_k(
+    terms: &mut [TermScorer],
+    seg: &SegmentReader,
+    ord: u32,
+    top: &mut TopK,
+) -> (u64, bool) {
     let n = terms.len();
     let mut count = 0u64;
     let mut skipped = false;
@@ -104,7 +109,14 @@ pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut 
             }
             count += 1;
             if competitive {
-                top.offer(score as f32, DocAddress { segment: ord, doc: cand }, || seg.seq(cand));
+                top.offer(
+                    score as f32,
+                    DocAddress {
+                        segment: ord,
+                        doc: cand,
+                    },
+                    || seg.seq(cand),
+                );
             } else {
                 skipped = true;
             }
@@ -118,7 +130,13 @@ pub fn top_k(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut 
 }
 
 /// Exhaustive union: every matching document scored (unless `score` is false) and counted.
-pub fn exhaustive(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: &mut TopK, score: bool) -> u64 {
+pub fn exhaustive(
+    terms: &mut [TermScorer],
+    seg: &SegmentReader,
+    ord: u32,
+    top: &mut TopK,
+    score: bool,
+) -> u64 {
     if let [t] = terms {
         // One term: no accumulation needed.
         let mut count = 0u64;
@@ -127,7 +145,14 @@ pub fn exhaustive(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: 
             count += 1;
             if score {
                 let s = t.score();
-                top.offer(s, DocAddress { segment: ord, doc: d }, || seg.seq(d));
+                top.offer(
+                    s,
+                    DocAddress {
+                        segment: ord,
+                        doc: d,
+                    },
+                    || seg.seq(d),
+                );
             }
             d = t.next();
         }
@@ -157,7 +182,9 @@ pub fn exhaustive(terms: &mut [TermScorer], seg: &SegmentReader, ord: u32, top: 
                 while x != 0 {
                     let o = w * 64 + x.trailing_zeros() as usize;
                     let doc = base + o as u32;
-                    top.offer(sums[o] as f32, DocAddress { segment: ord, doc }, || seg.seq(doc));
+                    top.offer(sums[o] as f32, DocAddress { segment: ord, doc }, || {
+                        seg.seq(doc)
+                    });
                     sums[o] = 0.0;
                     x &= x - 1;
                 }

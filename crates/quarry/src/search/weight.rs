@@ -5,9 +5,9 @@ use std::sync::Arc;
 use quarry_store::Bytes;
 
 use super::bm25::{Bm25, FieldStats, SimScorer};
-use crate::codec::postings::TermInfo;
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
+use crate::codec::postings::TermInfo;
 use crate::index::SegmentReader;
 use crate::query::ast::{Occur, Query};
 use crate::schema::Schema;
@@ -16,11 +16,33 @@ use crate::{Error, Result};
 /// A query prepared for execution over a fixed set of segments.
 pub enum Weight {
     /// `infos[segment]`: the term's entry in each segment, looked up once.
-    Term { field: u32, term: String, sim: Arc<SimScorer>, infos: Vec<Option<(TermInfo, Bytes)>> },
-    Phrase { field: u32, terms: Vec<(u32, String)>, slop: u32, sim: Arc<SimScorer> },
-    Prefix { field: u32, prefix: String, score: f32 },
-    Bool { must: Vec<Weight>, filter: Vec<Weight>, should: Vec<Weight>, must_not: Vec<Weight>, min_should: u32 },
-    All { score: f32 },
+    Term {
+        field: u32,
+        term: String,
+        sim: Arc<SimScorer>,
+        infos: Vec<Option<(TermInfo, Bytes)>>,
+    },
+    Phrase {
+        field: u32,
+        terms: Vec<(u32, String)>,
+        slop: u32,
+        sim: Arc<SimScorer>,
+    },
+    Prefix {
+        field: u32,
+        prefix: String,
+        score: f32,
+    },
+    Bool {
+        must: Vec<Weight>,
+        filter: Vec<Weight>,
+        should: Vec<Weight>,
+        must_not: Vec<Weight>,
+        min_should: u32,
+    },
+    All {
+        score: f32,
+    },
     Nothing,
 }
 
@@ -35,9 +57,17 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     fn field(&self, name: &str) -> Result<u32> {
-        self.schema
-            .field_id(name)
-            .ok_or_else(|| Error::Query(format!("unknown field {name:?} (fields: {})", self.schema.fields().iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "))))
+        self.schema.field_id(name).ok_or_else(|| {
+            Error::Query(format!(
+                "unknown field {name:?} (fields: {})",
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
     }
 
     fn doc_freq(&self, field: u32, term: &str) -> Result<u64> {
@@ -67,13 +97,24 @@ impl Weight {
                     return Ok(Weight::Nothing);
                 }
                 let stats = &ctx.stats[f as usize];
-                let sim = SimScorer::with_cache(boost, Bm25::idf(df, stats.doc_count), ctx.norm_caches[f as usize].clone());
-                Weight::Term { field: f, term: term.clone(), sim: Arc::new(sim), infos }
+                let sim = SimScorer::with_cache(
+                    boost,
+                    Bm25::idf(df, stats.doc_count),
+                    ctx.norm_caches[f as usize].clone(),
+                );
+                Weight::Term {
+                    field: f,
+                    term: term.clone(),
+                    sim: Arc::new(sim),
+                    infos,
+                }
             }
             Query::Phrase { field, terms, slop } => {
                 let f = ctx.field(field)?;
                 if !ctx.schema.field(f).has_positions() {
-                    return Err(Error::Query(format!("field {field:?} has no positions: phrase queries need a text field")));
+                    return Err(Error::Query(format!(
+                        "field {field:?} has no positions: phrase queries need a text field"
+                    )));
                 }
                 if terms.is_empty() {
                     return Ok(Weight::Nothing);
@@ -88,14 +129,27 @@ impl Weight {
                     idf += Bm25::idf(df, stats.doc_count);
                 }
                 let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
-                Weight::Phrase { field: f, terms: terms.clone(), slop: *slop, sim: Arc::new(sim) }
+                Weight::Phrase {
+                    field: f,
+                    terms: terms.clone(),
+                    slop: *slop,
+                    sim: Arc::new(sim),
+                }
             }
-            Query::Prefix { field, prefix } => Weight::Prefix { field: ctx.field(field)?, prefix: prefix.clone(), score: boost },
+            Query::Prefix { field, prefix } => Weight::Prefix {
+                field: ctx.field(field)?,
+                prefix: prefix.clone(),
+                score: boost,
+            },
             Query::Boost { query, boost: b } => Weight::build(query, ctx, boost * b)?,
             Query::MatchAll => Weight::All { score: boost },
             Query::MatchNone => Weight::Nothing,
-            Query::Boolean { clauses, minimum_should_match } => {
-                let (mut must, mut filter, mut should, mut must_not) = (vec![], vec![], vec![], vec![]);
+            Query::Boolean {
+                clauses,
+                minimum_should_match,
+            } => {
+                let (mut must, mut filter, mut should, mut must_not) =
+                    (vec![], vec![], vec![], vec![]);
                 for c in clauses {
                     let w = Weight::build(&c.query, ctx, boost)?;
                     match c.occur {
@@ -105,7 +159,13 @@ impl Weight {
                         Occur::MustNot => must_not.push(w),
                     }
                 }
-                Weight::Bool { must, filter, should, must_not, min_should: *minimum_should_match }
+                Weight::Bool {
+                    must,
+                    filter,
+                    should,
+                    must_not,
+                    min_should: *minimum_should_match,
+                }
             }
         })
     }
@@ -115,7 +175,12 @@ impl Weight {
         Ok(match self {
             Weight::Nothing => Some(0),
             Weight::All { .. } => Some(u64::from(seg.doc_count())),
-            Weight::Term { infos, .. } => Some(infos.get(ord).and_then(|i| i.as_ref()).map_or(0, |(i, _)| u64::from(i.doc_freq))),
+            Weight::Term { infos, .. } => Some(
+                infos
+                    .get(ord)
+                    .and_then(|i| i.as_ref())
+                    .map_or(0, |(i, _)| u64::from(i.doc_freq)),
+            ),
             _ => None,
         })
     }
@@ -125,11 +190,26 @@ impl Weight {
     pub fn term_union(&self) -> Option<Vec<&Weight>> {
         match self {
             Weight::Term { .. } => Some(vec![self]),
-            Weight::Bool { must, filter, should, must_not, min_should }
-                if must.is_empty() && filter.is_empty() && must_not.is_empty() && *min_should <= 1 && should.len() > 1 =>
+            Weight::Bool {
+                must,
+                filter,
+                should,
+                must_not,
+                min_should,
+            } if must.is_empty()
+                && filter.is_empty()
+                && must_not.is_empty()
+                && *min_should <= 1
+                && should.len() > 1 =>
             {
-                let terms: Vec<&Weight> = should.iter().filter(|w| !matches!(w, Weight::Nothing)).collect();
-                terms.iter().all(|w| matches!(w, Weight::Term { .. })).then_some(terms)
+                let terms: Vec<&Weight> = should
+                    .iter()
+                    .filter(|w| !matches!(w, Weight::Nothing))
+                    .collect();
+                terms
+                    .iter()
+                    .all(|w| matches!(w, Weight::Term { .. }))
+                    .then_some(terms)
             }
             _ => None,
         }
@@ -137,7 +217,12 @@ impl Weight {
 
     /// The concrete scorer of a term weight on `seg`.
     pub fn term_scorer(&self, seg: &SegmentReader, ord: usize) -> Result<Option<TermScorer>> {
-        let Weight::Term { field, sim, infos, .. } = self else { return Ok(None) };
+        let Weight::Term {
+            field, sim, infos, ..
+        } = self
+        else {
+            return Ok(None);
+        };
         Ok(match infos.get(ord).and_then(|i| i.as_ref()) {
             None => None,
             Some((info, bytes)) => {
@@ -153,19 +238,38 @@ impl Weight {
         Ok(match self {
             Weight::Nothing => None,
             Weight::All { score } => Some(Box::new(AllScorer::new(seg.doc_count(), *score))),
-            Weight::Term { .. } => self.term_scorer(seg, ord)?.map(|t| Box::new(t) as Box<dyn Scorer>),
-            Weight::Phrase { field, terms, slop, sim } => {
+            Weight::Term { .. } => self
+                .term_scorer(seg, ord)?
+                .map(|t| Box::new(t) as Box<dyn Scorer>),
+            Weight::Phrase {
+                field,
+                terms,
+                slop,
+                sim,
+            } => {
                 let mut pts = Vec::with_capacity(terms.len());
                 for (offset, t) in terms {
                     match seg.term_info(*field, t.as_bytes())? {
                         None => return Ok(None),
-                        Some((info, bytes)) => pts.push(PhraseTerm { cursor: seg.postings(*field, &info, &bytes, true)?, offset: *offset }),
+                        Some((info, bytes)) => pts.push(PhraseTerm {
+                            cursor: seg.postings(*field, &info, &bytes, true)?,
+                            offset: *offset,
+                        }),
                     }
                 }
                 let norms = seg.norms(*field)?.cloned();
-                Some(Box::new(PhraseScorer::new(pts, *slop, (**sim).clone(), norms)))
+                Some(Box::new(PhraseScorer::new(
+                    pts,
+                    *slop,
+                    (**sim).clone(),
+                    norms,
+                )))
             }
-            Weight::Prefix { field, prefix, score } => {
+            Weight::Prefix {
+                field,
+                prefix,
+                score,
+            } => {
                 let docs = prefix_docs(seg, *field, prefix)?;
                 if docs.is_empty() {
                     None
@@ -173,7 +277,13 @@ impl Weight {
                     Some(Box::new(DocListScorer::new(docs, *score)))
                 }
             }
-            Weight::Bool { must, filter, should, must_not, min_should } => bool_scorer(seg, ord, must, filter, should, must_not, *min_should)?,
+            Weight::Bool {
+                must,
+                filter,
+                should,
+                must_not,
+                min_should,
+            } => bool_scorer(seg, ord, must, filter, should, must_not, *min_should)?,
         })
     }
 }
@@ -181,7 +291,9 @@ impl Weight {
 /// All documents of `seg` holding a term of `field` that starts with `prefix`, sorted.
 fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>> {
     use fst::{IntoStreamer, Streamer};
-    let Some(dict) = seg.terms(field)? else { return Ok(Vec::new()) };
+    let Some(dict) = seg.terms(field)? else {
+        return Ok(Vec::new());
+    };
     let mut bits = vec![0u64; (seg.doc_count() as usize).div_ceil(64)];
     let mut stream = dict.map().range().ge(prefix.as_bytes()).into_stream();
     while let Some((key, offset)) = stream.next() {
@@ -257,14 +369,21 @@ fn bool_scorer(
         } else if optional.is_empty() {
             conjunction(required)
         } else {
-            Box::new(ReqOptScorer::new(conjunction(required), disjunction(optional, 1)))
+            Box::new(ReqOptScorer::new(
+                conjunction(required),
+                disjunction(optional, 1),
+            ))
         }
     };
-    let prohibited: Vec<Box<dyn Scorer>> = scorers(seg, ord, must_not)?.into_iter().flatten().collect();
+    let prohibited: Vec<Box<dyn Scorer>> =
+        scorers(seg, ord, must_not)?.into_iter().flatten().collect();
     if prohibited.is_empty() {
         return Ok(Some(main));
     }
-    Ok(Some(Box::new(ExclusionScorer::new(main, disjunction(prohibited, 1)))))
+    Ok(Some(Box::new(ExclusionScorer::new(
+        main,
+        disjunction(prohibited, 1),
+    ))))
 }
 
 fn disjunction(mut subs: Vec<Box<dyn Scorer>>, min: usize) -> Box<dyn Scorer> {
@@ -277,7 +396,11 @@ fn disjunction(mut subs: Vec<Box<dyn Scorer>>, min: usize) -> Box<dyn Scorer> {
 fn conjunction(mut subs: Vec<(Box<dyn Scorer>, bool)>) -> Box<dyn Scorer> {
     if subs.len() == 1 {
         let (s, scoring) = subs.pop().expect("one");
-        return if scoring { s } else { Box::new(ConstScorer::new(s, 0.0)) };
+        return if scoring {
+            s
+        } else {
+            Box::new(ConstScorer::new(s, 0.0))
+        };
     }
     Box::new(ConjunctionScorer::new(subs))
 }

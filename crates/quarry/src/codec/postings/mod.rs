@@ -30,7 +30,10 @@ pub struct Impact {
 impl Impact {
     pub fn merge(&mut self, freq: u32, norm: u8) {
         if self.max_freq == 0 {
-            *self = Impact { max_freq: freq, min_norm: norm };
+            *self = Impact {
+                max_freq: freq,
+                min_norm: norm,
+            };
         } else {
             self.max_freq = self.max_freq.max(freq);
             self.min_norm = self.min_norm.min(norm);
@@ -72,11 +75,18 @@ impl Impacts {
         let mut seen = 0u32;
         for (n, &f) in best.iter().enumerate() {
             if f > seen {
-                frontier.push(Impact { max_freq: f, min_norm: n as u8 });
+                frontier.push(Impact {
+                    max_freq: f,
+                    min_norm: n as u8,
+                });
                 seen = f;
             }
         }
-        let avgdl = if avgdl.is_finite() && avgdl > 0.0 { avgdl } else { 1.0 };
+        let avgdl = if avgdl.is_finite() && avgdl > 0.0 {
+            avgdl
+        } else {
+            1.0
+        };
         let shape = |i: &Impact| {
             let len = crate::codec::norms::norm_to_length(i.min_norm) as f32;
             let f = i.max_freq as f32;
@@ -88,14 +98,20 @@ impl Impacts {
             let mut best = (f32::INFINITY, 0usize);
             for k in 0..frontier.len() - 1 {
                 let (a, b) = (frontier[k], frontier[k + 1]);
-                let merged = Impact { max_freq: b.max_freq, min_norm: a.min_norm };
+                let merged = Impact {
+                    max_freq: b.max_freq,
+                    min_norm: a.min_norm,
+                };
                 let loss = shape(&merged) - shape(&a).max(shape(&b));
                 if loss < best.0 {
                     best = (loss, k);
                 }
             }
             let k = best.1;
-            frontier[k] = Impact { max_freq: frontier[k + 1].max_freq, min_norm: frontier[k].min_norm };
+            frontier[k] = Impact {
+                max_freq: frontier[k + 1].max_freq,
+                min_norm: frontier[k].min_norm,
+            };
             frontier.remove(k + 1);
         }
         let mut s = Self::default();
@@ -110,7 +126,9 @@ impl Impacts {
 
     /// Whether a document with `freq` and `norm` is bounded by one of the pairs.
     pub fn covers(&self, freq: u32, norm: u8) -> bool {
-        self.pairs().iter().any(|p| p.max_freq >= freq && p.min_norm <= norm)
+        self.pairs()
+            .iter()
+            .any(|p| p.max_freq >= freq && p.min_norm <= norm)
     }
 
     /// Appends the [`IMPACTS_LEN`]-byte skip-entry encoding.
@@ -118,7 +136,13 @@ impl Impacts {
         out.push(self.len);
         for i in 0..MAX_IMPACTS {
             let p = self.pairs[i];
-            let f = if i < self.len as usize { u16::try_from(p.max_freq).unwrap_or(FREQ_SATURATED).min(FREQ_SATURATED) } else { 0 };
+            let f = if i < self.len as usize {
+                u16::try_from(p.max_freq)
+                    .unwrap_or(FREQ_SATURATED)
+                    .min(FREQ_SATURATED)
+            } else {
+                0
+            };
             out.extend_from_slice(&f.to_le_bytes());
             out.push(p.min_norm);
         }
@@ -130,12 +154,22 @@ impl Impacts {
         if len as usize > MAX_IMPACTS || b.len() < 1 + 3 * MAX_IMPACTS {
             return None;
         }
-        let mut s = Self { len, ..Self::default() };
+        let mut s = Self {
+            len,
+            ..Self::default()
+        };
         for i in 0..len as usize {
             let o = 1 + 3 * i;
             let f = u16::from_le_bytes([b[o], b[o + 1]]);
-            let max_freq = if f == FREQ_SATURATED { u32::MAX } else { u32::from(f) };
-            s.pairs[i] = Impact { max_freq, min_norm: b[o + 2] };
+            let max_freq = if f == FREQ_SATURATED {
+                u32::MAX
+            } else {
+                u32::from(f)
+            };
+            s.pairs[i] = Impact {
+                max_freq,
+                min_norm: b[o + 2],
+            };
         }
         Some(s)
     }

@@ -44,32 +44,68 @@ impl TermInfo {
         }
         let blocks_len = r.vu64()?;
         let n_blocks = u64::from(df.div_ceil(BLOCK as u32));
-        let skip = if n_blocks > 1 { n_blocks * SKIP_ENTRY_LEN as u64 } else { 0 };
-        (r.position() as u64).checked_add(skip).and_then(|x| x.checked_add(blocks_len)).ok_or(CodecError::Invalid { what: "entry length overflows".into() })
+        let skip = if n_blocks > 1 {
+            n_blocks * SKIP_ENTRY_LEN as u64
+        } else {
+            0
+        };
+        (r.position() as u64)
+            .checked_add(skip)
+            .and_then(|x| x.checked_add(blocks_len))
+            .ok_or(CodecError::Invalid {
+                what: "entry length overflows".into(),
+            })
     }
 
     /// Parses the entry at `offset` of the postings file `post`.
     pub fn parse(post: &[u8], offset: u64, has_positions: bool) -> Result<Self, CodecError> {
-        let start = usize::try_from(offset).map_err(|_| CodecError::Invalid { what: format!("offset {offset}") })?;
+        let start = usize::try_from(offset).map_err(|_| CodecError::Invalid {
+            what: format!("offset {offset}"),
+        })?;
         if start >= post.len() {
-            return Err(CodecError::Truncated { offset: start, needed: 1, available: 0 });
+            return Err(CodecError::Truncated {
+                offset: start,
+                needed: 1,
+                available: 0,
+            });
         }
         let mut r = ByteReader::at(post, start);
         let doc_freq = r.vu32()?;
         if doc_freq == 0 {
-            return Err(CodecError::Invalid { what: format!("term at offset {offset} has doc_freq 0") });
+            return Err(CodecError::Invalid {
+                what: format!("term at offset {offset} has doc_freq 0"),
+            });
         }
         let max_freq = r.vu32()?;
         let min_norm = r.u8()?;
-        let (pos_start, pos_len) = if has_positions { (r.vu64()?, r.vu64()?) } else { (0, 0) };
-        let blocks_len = usize::try_from(r.vu64()?).map_err(|_| CodecError::Invalid { what: "blocks length".into() })?;
+        let (pos_start, pos_len) = if has_positions {
+            (r.vu64()?, r.vu64()?)
+        } else {
+            (0, 0)
+        };
+        let blocks_len = usize::try_from(r.vu64()?).map_err(|_| CodecError::Invalid {
+            what: "blocks length".into(),
+        })?;
         let n_blocks = doc_freq.div_ceil(BLOCK as u32);
         let skip_start = r.position();
-        let skip_len = if n_blocks > 1 { n_blocks as usize * SKIP_ENTRY_LEN } else { 0 };
+        let skip_len = if n_blocks > 1 {
+            n_blocks as usize * SKIP_ENTRY_LEN
+        } else {
+            0
+        };
         r.bytes(skip_len)?;
         let blocks_start = r.position();
         r.bytes(blocks_len)?;
-        Ok(Self { doc_freq, impact: Impact { max_freq, min_norm }, pos_start, pos_len, n_blocks, skip_start, blocks_start, blocks_len })
+        Ok(Self {
+            doc_freq,
+            impact: Impact { max_freq, min_norm },
+            pos_start,
+            pos_len,
+            n_blocks,
+            skip_start,
+            blocks_start,
+            blocks_len,
+        })
     }
 
     /// Total bytes of the entry's skip table and blocks (for statistics).
@@ -81,7 +117,6 @@ impl TermInfo {
     pub fn end(&self) -> usize {
         self.blocks_start + self.blocks_len
     }
-
 }
 
 /// Iterates the documents of one term in increasing order.
@@ -229,11 +264,17 @@ impl PostingsCursor {
     /// `None` once `target` is past the last document.
     pub fn shallow_block(&mut self, target: u32) -> Option<(u32, Impacts)> {
         if self.n_blocks <= 1 {
-            return if self.doc == TERMINATED { None } else { Some((TERMINATED - 1, Impacts::single(self.term_impact))) };
+            return if self.doc == TERMINATED {
+                None
+            } else {
+                Some((TERMINATED - 1, Impacts::single(self.term_impact)))
+            };
         }
         let n = self.n_blocks as usize;
         // Targets mostly move forward a block at a time: gallop from the last answer.
-        let mut lo = if self.shallow_hint < n && (self.shallow_hint == 0 || self.skip_last_doc(self.shallow_hint - 1) < target) {
+        let mut lo = if self.shallow_hint < n
+            && (self.shallow_hint == 0 || self.skip_last_doc(self.shallow_hint - 1) < target)
+        {
             self.shallow_hint
         } else {
             0
@@ -269,20 +310,29 @@ impl PostingsCursor {
     /// Fills `out` with the current document's positions.
     pub fn positions(&mut self, out: &mut Vec<u32>) {
         out.clear();
-        let Some(pos) = self.positions.as_ref() else { return };
+        let Some(pos) = self.positions.as_ref() else {
+            return;
+        };
         if self.doc == TERMINATED {
             return;
         }
         if self.pos_block != self.block || self.pos_idx > self.idx {
             self.pos_block = self.block;
-            self.pos_off = if self.n_blocks > 1 { self.skip_u64(self.block as usize, 8) as usize } else { 0 };
+            self.pos_off = if self.n_blocks > 1 {
+                self.skip_u64(self.block as usize, 8) as usize
+            } else {
+                0
+            };
             self.pos_idx = 0;
         }
         let bytes: &[u8] = pos;
         let mut r = ByteReader::at(bytes, self.pos_off);
         // Skip the positions of the block's earlier documents: count varint terminators (bytes
         // below 0x80) instead of decoding them.
-        let skip: u64 = self.freqs[self.pos_idx.min(self.idx)..self.idx].iter().map(|&f| u64::from(f)).sum();
+        let skip: u64 = self.freqs[self.pos_idx.min(self.idx)..self.idx]
+            .iter()
+            .map(|&f| u64::from(f))
+            .sum();
         self.pos_idx = self.idx;
         if skip > 0 {
             let mut left = skip;
@@ -369,7 +419,10 @@ impl PostingsCursor {
             .get(o..o + super::IMPACTS_LEN)
             .and_then(Impacts::decode)
             .filter(|i| !i.pairs().is_empty())
-            .unwrap_or(Impacts::single(Impact { max_freq: u32::MAX, min_norm: 0 }))
+            .unwrap_or(Impacts::single(Impact {
+                max_freq: u32::MAX,
+                min_norm: 0,
+            }))
     }
 
     /// Decodes block `b` starting at byte `off` of the blocks region, with `base` the last doc of
@@ -391,9 +444,18 @@ impl PostingsCursor {
         match decoded {
             Ok(next_off) => {
                 let last = self.docs[len - 1];
-                let expected_last = if self.n_blocks > 1 { Some(self.skip_last_doc(b as usize)) } else { None };
-                if last >= self.doc_count || expected_last.is_some_and(|e| e != last) || (b > 0 && self.docs[0] <= base) {
-                    self.fail(format!("block {b}: doc ids inconsistent with the skip table or the segment size"));
+                let expected_last = if self.n_blocks > 1 {
+                    Some(self.skip_last_doc(b as usize))
+                } else {
+                    None
+                };
+                if last >= self.doc_count
+                    || expected_last.is_some_and(|e| e != last)
+                    || (b > 0 && self.docs[0] <= base)
+                {
+                    self.fail(format!(
+                        "block {b}: doc ids inconsistent with the skip table or the segment size"
+                    ));
                     return;
                 }
                 self.block = b;
@@ -407,7 +469,11 @@ impl PostingsCursor {
     }
 
     fn decode_full(&mut self, bytes: &[u8], off: usize, base: u32) -> Result<usize, CodecError> {
-        let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated { offset: off, needed: 2, available: 0 })?;
+        let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated {
+            offset: off,
+            needed: 2,
+            available: 0,
+        })?;
         let (db, fb) = (head[0], head[1]);
         let mut p = off + 2;
         let rest = bytes.get(p..).unwrap_or(&[]);
@@ -420,13 +486,23 @@ impl PostingsCursor {
         Ok(p)
     }
 
-    fn decode_tail(&mut self, bytes: &[u8], off: usize, base: u32, len: usize) -> Result<usize, CodecError> {
+    fn decode_tail(
+        &mut self,
+        bytes: &[u8],
+        off: usize,
+        base: u32,
+        len: usize,
+    ) -> Result<usize, CodecError> {
         let mut r = ByteReader::at(bytes, off);
         let mut doc = base;
         for i in 0..len {
             let v = r.vu64()?;
-            let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid { what: "doc delta overflow".into() })?;
-            doc = doc.checked_add(delta).ok_or(CodecError::Invalid { what: "doc id overflow".into() })?;
+            let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid {
+                what: "doc delta overflow".into(),
+            })?;
+            doc = doc.checked_add(delta).ok_or(CodecError::Invalid {
+                what: "doc id overflow".into(),
+            })?;
             self.docs[i] = doc;
             self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
         }

@@ -113,7 +113,9 @@ fn corrupt_blocks_stop_without_panic() {
         let mut bad = raw.clone();
         bad[i] ^= 0x5a;
         let bad = Bytes::from_vec(bad);
-        if let Ok(info2) = TermInfo::parse(&bad, 16 + 5, true).or_else(|_| TermInfo::parse(&bad, info_offset(&info), true)) {
+        if let Ok(info2) = TermInfo::parse(&bad, 16 + 5, true)
+            .or_else(|_| TermInfo::parse(&bad, info_offset(&info), true))
+        {
             let mut c = PostingsCursor::new(&info2, &bad, Some(&pos), 5_000);
             let mut p = Vec::new();
             let mut n = 0;

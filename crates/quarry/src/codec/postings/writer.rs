@@ -35,7 +35,14 @@ impl PostingsWriter {
     /// Returns the term entry's offset in the postings file.
     /// `avgdl` is the field's average length in this segment: it only steers how block impacts
     /// are summarized (see [`Impacts::of`]).
-    pub fn write_term(&mut self, docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, norm: &dyn Fn(u32) -> u8, avgdl: f32) -> u64 {
+    pub fn write_term(
+        &mut self,
+        docs: &[u32],
+        freqs: &[u32],
+        positions: Option<&[u32]>,
+        norm: &dyn Fn(u32) -> u8,
+        avgdl: f32,
+    ) -> u64 {
         debug_assert_eq!(docs.len(), freqs.len());
         debug_assert!(!docs.is_empty());
         let entry_offset = self.post.len() as u64;
@@ -60,7 +67,13 @@ impl PostingsWriter {
             }
             term_impact.merge(impact.max_freq, impact.min_norm);
             let impacts = if n_blocks > 1 {
-                Impacts::of(block_docs.iter().zip(block_freqs).map(|(&d, &f)| (f, norm(d))), avgdl)
+                Impacts::of(
+                    block_docs
+                        .iter()
+                        .zip(block_freqs)
+                        .map(|(&d, &f)| (f, norm(d))),
+                    avgdl,
+                )
             } else {
                 Impacts::default()
             };
@@ -71,7 +84,9 @@ impl PostingsWriter {
                 }
                 let bits_at = self.blocks.len();
                 self.blocks.extend_from_slice(&[0, 0]);
-                let db = self.codec.pack_sorted(prev_last, &self.doc_buf, &mut self.blocks);
+                let db = self
+                    .codec
+                    .pack_sorted(prev_last, &self.doc_buf, &mut self.blocks);
                 let fb = self.codec.pack(&self.freq_buf, &mut self.blocks);
                 self.blocks[bits_at] = db;
                 self.blocks[bits_at + 1] = fb;
@@ -105,10 +120,18 @@ impl PostingsWriter {
                 self.skips.put_u32(doc_off);
                 self.skips.put_u64(pos_off);
                 impacts.encode(&mut self.skips);
-                self.skips.extend_from_slice(&[0u8; SKIP_ENTRY_LEN - 16 - super::IMPACTS_LEN]);
+                self.skips
+                    .extend_from_slice(&[0u8; SKIP_ENTRY_LEN - 16 - super::IMPACTS_LEN]);
             }
         }
-        debug_assert_eq!(self.skips.len(), if n_blocks > 1 { n_blocks * SKIP_ENTRY_LEN } else { 0 });
+        debug_assert_eq!(
+            self.skips.len(),
+            if n_blocks > 1 {
+                n_blocks * SKIP_ENTRY_LEN
+            } else {
+                0
+            }
+        );
         varint::write_u32(&mut self.post, df as u32);
         varint::write_u32(&mut self.post, term_impact.max_freq);
         self.post.push(term_impact.min_norm);
