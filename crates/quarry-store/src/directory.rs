@@ -110,6 +110,35 @@ pub fn open_directory(path: &Path, kind: DirectoryKind) -> Result<Arc<dyn Direct
     })
 }
 
+/// Implements the path, write-side and folder methods of [`Directory`] by delegating to a field
+/// `fs: FsDirectory` (every file-system directory differs only in how it reads).
+macro_rules! delegate_fs_ops {
+    () => {
+        fn path(&self) -> &std::path::Path {
+            self.fs.path()
+        }
+        fn create(&self, name: &str) -> $crate::Result<Box<dyn $crate::FileWriter>> {
+            self.fs.create(name)
+        }
+        fn exists(&self, name: &str) -> bool {
+            self.fs.exists(name)
+        }
+        fn delete(&self, name: &str) -> $crate::Result<()> {
+            self.fs.delete(name)
+        }
+        fn rename(&self, from: &str, to: &str) -> $crate::Result<()> {
+            self.fs.rename(from, to)
+        }
+        fn list(&self) -> $crate::Result<Vec<String>> {
+            self.fs.list()
+        }
+        fn sync_dir(&self) -> $crate::Result<()> {
+            self.fs.sync_dir()
+        }
+    };
+}
+pub(crate) use delegate_fs_ops;
+
 /// The write side and folder operations, shared by every file-system directory.
 #[derive(Debug, Clone)]
 pub struct FsDirectory {

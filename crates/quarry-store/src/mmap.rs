@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use crate::directory::{fadvise_dontneed, FsDirectory};
-use crate::{Bytes, Directory, DirectoryKind, FileHandle, FileWriter, Result, StoreError};
+use crate::{Bytes, Directory, DirectoryKind, FileHandle, Result, StoreError};
 
 /// Reads through `mmap(2)`: no syscall and no copy per read, which suits the random access of
 /// skipping and block-max pruning.
@@ -65,9 +65,6 @@ impl FileHandle for MappedFile {
 }
 
 impl Directory for MmapDirectory {
-    fn path(&self) -> &Path {
-        self.fs.path()
-    }
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         let (path, file) = self.fs.open_file(name)?;
         let len = file
@@ -90,24 +87,7 @@ impl Directory for MmapDirectory {
             bytes,
         }))
     }
-    fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
-        self.fs.create(name)
-    }
-    fn exists(&self, name: &str) -> bool {
-        self.fs.exists(name)
-    }
-    fn delete(&self, name: &str) -> Result<()> {
-        self.fs.delete(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.fs.rename(from, to)
-    }
-    fn list(&self) -> Result<Vec<String>> {
-        self.fs.list()
-    }
-    fn sync_dir(&self) -> Result<()> {
-        self.fs.sync_dir()
-    }
+    crate::directory::delegate_fs_ops!();
     fn kind(&self) -> DirectoryKind {
         DirectoryKind::Mmap
     }

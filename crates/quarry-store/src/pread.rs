@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::directory::{fadvise_dontneed, FsDirectory};
-use crate::{Bytes, Directory, DirectoryKind, FileHandle, FileWriter, Result, StoreError};
+use crate::{Bytes, Directory, DirectoryKind, FileHandle, Result, StoreError};
 
 /// Reads with positioned reads; memory use is bounded by what callers keep, not by file sizes.
 #[derive(Debug, Clone)]
@@ -58,9 +58,6 @@ impl FileHandle for PreadFile {
 }
 
 impl Directory for PreadDirectory {
-    fn path(&self) -> &Path {
-        self.fs.path()
-    }
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         let (path, file) = self.fs.open_file(name)?;
         let len = file
@@ -74,24 +71,7 @@ impl Directory for PreadDirectory {
             len,
         }))
     }
-    fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
-        self.fs.create(name)
-    }
-    fn exists(&self, name: &str) -> bool {
-        self.fs.exists(name)
-    }
-    fn delete(&self, name: &str) -> Result<()> {
-        self.fs.delete(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.fs.rename(from, to)
-    }
-    fn list(&self) -> Result<Vec<String>> {
-        self.fs.list()
-    }
-    fn sync_dir(&self) -> Result<()> {
-        self.fs.sync_dir()
-    }
+    crate::directory::delegate_fs_ops!();
     fn kind(&self) -> DirectoryKind {
         DirectoryKind::Pread
     }

@@ -11,7 +11,7 @@ use super::{latest_commit, Index, SegmentReader};
 use crate::codec::format;
 use crate::codec::meta::{CommitPoint, SegmentMeta};
 use crate::codec::postings::TERMINATED;
-use crate::codec::stored::{decode_block, decode_doc, StoredIndex};
+use crate::codec::stored::decode_doc;
 use crate::error::InFile;
 use crate::{Error, Result};
 
@@ -234,47 +234,10 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
         }
     }
     let store_name = SegmentMeta::file_name(&meta.name, "store");
-    let handle = seg
-        .file_handles()
-        .into_iter()
-        .find(|(e, _)| *e == "store")
-        .map(|(_, h)| h.clone())
-        .expect("store");
-    let index_bytes = handle
-        .read_bytes(
-            meta.stored_index_offset,
-            meta.stored_index_offset + u64::from(meta.stored_blocks) * 12,
-        )
-        .map_err(|_| Error::corrupt(&store_name, "block index out of bounds"))?;
-    let index = StoredIndex::new(
-        &store_name,
-        &index_bytes,
-        meta.stored_blocks,
-        meta.stored_index_offset,
-        n,
-    )?;
-    let mut count = 0u32;
-    for b in 0..index.blocks() {
-        let (first, start, end) = index.block_range(b)?;
-        if first != count {
-            return Err(Error::corrupt(
-                &store_name,
-                format!("block {b} starts at doc {first}, expected {count}"),
-            ));
-        }
-        let (lens, data) = decode_block(&store_name, &handle.read_bytes(start, end)?)?;
-        let mut off = 0usize;
-        for l in lens {
-            decode_doc(seg.schema(), &data[off..off + l as usize]).in_file(&store_name)?;
-            off += l as usize;
-            count += 1;
-        }
-    }
-    if count != n {
-        return Err(Error::corrupt(
-            &store_name,
-            format!("{count} stored documents, the segment has {n}"),
-        ));
-    }
+    seg.for_each_stored_doc(|bytes| {
+        decode_doc(seg.schema(), bytes)
+            .map(drop)
+            .in_file(&store_name)
+    })?;
     Ok(())
 }

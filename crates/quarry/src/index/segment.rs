@@ -299,6 +299,47 @@ impl SegmentReader {
         Ok(self.stored_index.get_or_init(|| b))
     }
 
+    /// Calls `f` with the encoded stored bytes of every document, in doc order, checking that
+    /// the blocks cover exactly the segment's documents (merging copies them, `check` decodes).
+    pub fn for_each_stored_doc(&self, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let name = self.files.store.name();
+        let index_bytes = self.stored_index()?;
+        let index = StoredIndex::new(
+            name,
+            index_bytes,
+            self.meta.stored_blocks,
+            self.meta.stored_index_offset,
+            self.meta.doc_count,
+        )?;
+        let mut count = 0u32;
+        for b in 0..index.blocks() {
+            let (first, start, end) = index.block_range(b)?;
+            if first != count {
+                return Err(Error::corrupt(
+                    name,
+                    format!("stored block {b} starts at doc {first}, expected {count}"),
+                ));
+            }
+            let (lens, data) = decode_block(name, &self.files.store.read_bytes(start, end)?)?;
+            let mut off = 0usize;
+            for l in lens {
+                f(&data[off..off + l as usize])?;
+                off += l as usize;
+                count += 1;
+            }
+        }
+        if count != self.meta.doc_count {
+            return Err(Error::corrupt(
+                name,
+                format!(
+                    "{count} stored documents, the segment has {}",
+                    self.meta.doc_count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The stored fields of `doc` as a JSON object.
     pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
         let name = self.files.store.name();

@@ -9,7 +9,7 @@ use super::segment_writer::SegmentFileWriter;
 use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
 use crate::codec::postings::TERMINATED;
-use crate::codec::stored::{decode_block, StoredIndex, StoredWriter};
+use crate::codec::stored::StoredWriter;
 use crate::index::SegmentReader;
 use crate::schema::Schema;
 use crate::{Error, Result};
@@ -99,45 +99,10 @@ pub fn merge_segments(
     }
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
     for s in segments {
-        let name = format!("{}.store", s.name());
-        let meta = s.meta();
-        let handle = s
-            .file_handles()
-            .into_iter()
-            .find(|(e, _)| *e == "store")
-            .map(|(_, h)| h.clone())
-            .expect("store file");
-        let index_bytes = handle.read_bytes(
-            meta.stored_index_offset,
-            meta.stored_index_offset + u64::from(meta.stored_blocks) * 12,
-        )?;
-        let index = StoredIndex::new(
-            &name,
-            &index_bytes,
-            meta.stored_blocks,
-            meta.stored_index_offset,
-            meta.doc_count,
-        )?;
-        let mut n = 0u32;
-        for b in 0..index.blocks() {
-            let (_, start, end) = index.block_range(b)?;
-            let (lens, data) = decode_block(&name, &handle.read_bytes(start, end)?)?;
-            let mut off = 0usize;
-            for l in lens {
-                stored.add(&data[off..off + l as usize]);
-                off += l as usize;
-                n += 1;
-            }
-        }
-        if n != meta.doc_count {
-            return Err(Error::corrupt(
-                name,
-                format!(
-                    "holds {n} stored documents, the segment has {}",
-                    meta.doc_count
-                ),
-            ));
-        }
+        s.for_each_stored_doc(|bytes| {
+            stored.add(bytes);
+            Ok(())
+        })?;
     }
     let mut runs: Vec<(u32, u64)> = Vec::new();
     for (s, &base) in segments.iter().zip(&bases) {

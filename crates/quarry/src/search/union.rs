@@ -24,6 +24,9 @@ pub fn top_k(
     ord: u32,
     top: &mut TopK,
 ) -> (u64, bool) {
+    if let [t] = terms {
+        return single_top_k(t, seg, ord, top);
+    }
     let n = terms.len();
     let mut count = 0u64;
     let mut skipped = false;
@@ -125,6 +128,71 @@ pub fn top_k(
             skipped = true;
         }
         target = window_end.saturating_add(1);
+    }
+    (count, skipped)
+}
+
+/// One term: block by block, a block whose impact bound is below the k-th best score is passed
+/// over through the skip table alone; the others are scored document by document.
+fn single_top_k(t: &mut TermScorer, seg: &SegmentReader, ord: u32, top: &mut TopK) -> (u64, bool) {
+    let mut count = 0u64;
+    let mut skipped = false;
+    let mut target = t.doc();
+    while target != TERMINATED {
+        let Some(threshold) = top.threshold() else {
+            // Filling the heap: every document counts.
+            let d = if t.doc() < target {
+                t.seek(target)
+            } else {
+                t.doc()
+            };
+            if d == TERMINATED {
+                break;
+            }
+            count += 1;
+            let score = t.score();
+            top.offer(
+                score,
+                DocAddress {
+                    segment: ord,
+                    doc: d,
+                },
+                || seg.seq(d),
+            );
+            target = t.next();
+            continue;
+        };
+        let (end, max) = t.block_max(target);
+        if end == TERMINATED {
+            break;
+        }
+        if f64::from(max) * SLACK < f64::from(threshold) {
+            skipped = true;
+            if end >= TERMINATED - 1 {
+                break;
+            }
+            target = end + 1;
+            continue;
+        }
+        let mut d = if t.doc() < target {
+            t.seek(target)
+        } else {
+            t.doc()
+        };
+        while d <= end && d != TERMINATED {
+            count += 1;
+            let score = t.score();
+            top.offer(
+                score,
+                DocAddress {
+                    segment: ord,
+                    doc: d,
+                },
+                || seg.seq(d),
+            );
+            d = t.next();
+        }
+        target = d;
     }
     (count, skipped)
 }
