@@ -200,13 +200,15 @@ impl Searcher {
                         scorers.push(s);
                     }
                 }
-                let (n, skipped) = match mode {
-                    SearchMode::Top => union::top_k(&mut scorers, seg, ord as u32, &mut top),
-                    SearchMode::TopCount => (
+                let (n, skipped) = match (scorers.as_mut_slice(), mode) {
+                    // One term: the generic loop, monomorphized for the term scorer.
+                    ([t], _) => collect_segment(t, seg, ord as u32, &mut top, mode),
+                    (_, SearchMode::Top) => union::top_k(&mut scorers, seg, ord as u32, &mut top),
+                    (_, SearchMode::TopCount) => (
                         union::exhaustive(&mut scorers, seg, ord as u32, &mut top, true),
                         false,
                     ),
-                    SearchMode::Count => (
+                    (_, SearchMode::Count) => (
                         union::exhaustive(&mut scorers, seg, ord as u32, &mut top, false),
                         false,
                     ),
@@ -245,8 +247,8 @@ impl Searcher {
 }
 
 /// Scores one segment into `top`; returns (matches counted, whether documents were skipped).
-fn collect_segment(
-    s: &mut dyn Scorer,
+fn collect_segment<S: Scorer + ?Sized>(
+    s: &mut S,
     seg: &SegmentReader,
     ord: u32,
     top: &mut TopK,

@@ -24,9 +24,6 @@ pub fn top_k(
     ord: u32,
     top: &mut TopK,
 ) -> (u64, bool) {
-    if let [t] = terms {
-        return single_top_k(t, seg, ord, top);
-    }
     let n = terms.len();
     let mut count = 0u64;
     let mut skipped = false;
@@ -132,71 +129,6 @@ pub fn top_k(
     (count, skipped)
 }
 
-/// One term: block by block, a block whose impact bound is below the k-th best score is passed
-/// over through the skip table alone; the others are scored document by document.
-fn single_top_k(t: &mut TermScorer, seg: &SegmentReader, ord: u32, top: &mut TopK) -> (u64, bool) {
-    let mut count = 0u64;
-    let mut skipped = false;
-    let mut target = t.doc();
-    while target != TERMINATED {
-        let Some(threshold) = top.threshold() else {
-            // Filling the heap: every document counts.
-            let d = if t.doc() < target {
-                t.seek(target)
-            } else {
-                t.doc()
-            };
-            if d == TERMINATED {
-                break;
-            }
-            count += 1;
-            let score = t.score();
-            top.offer(
-                score,
-                DocAddress {
-                    segment: ord,
-                    doc: d,
-                },
-                || seg.seq(d),
-            );
-            target = t.next();
-            continue;
-        };
-        let (end, max) = t.block_max(target);
-        if end == TERMINATED {
-            break;
-        }
-        if f64::from(max) * SLACK < f64::from(threshold) {
-            skipped = true;
-            if end >= TERMINATED - 1 {
-                break;
-            }
-            target = end + 1;
-            continue;
-        }
-        let mut d = if t.doc() < target {
-            t.seek(target)
-        } else {
-            t.doc()
-        };
-        while d <= end && d != TERMINATED {
-            count += 1;
-            let score = t.score();
-            top.offer(
-                score,
-                DocAddress {
-                    segment: ord,
-                    doc: d,
-                },
-                || seg.seq(d),
-            );
-            d = t.next();
-        }
-        target = d;
-    }
-    (count, skipped)
-}
-
 /// Exhaustive union: every matching document scored (unless `score` is false) and counted.
 pub fn exhaustive(
     terms: &mut [TermScorer],
@@ -205,27 +137,6 @@ pub fn exhaustive(
     top: &mut TopK,
     score: bool,
 ) -> u64 {
-    if let [t] = terms {
-        // One term: no accumulation needed.
-        let mut count = 0u64;
-        let mut d = t.doc();
-        while d != TERMINATED {
-            count += 1;
-            if score {
-                let s = t.score();
-                top.offer(
-                    s,
-                    DocAddress {
-                        segment: ord,
-                        doc: d,
-                    },
-                    || seg.seq(d),
-                );
-            }
-            d = t.next();
-        }
-        return count;
-    }
     let mut sums = vec![0f64; WINDOW as usize];
     let mut bits = [0u64; (WINDOW / 64) as usize];
     let mut count = 0u64;
