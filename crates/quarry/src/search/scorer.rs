@@ -73,6 +73,10 @@ impl TermScorer {
     pub fn freq(&self) -> u32 {
         self.cursor.freq()
     }
+    /// See [`PostingsCursor::mark_until`].
+    pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
+        self.cursor.mark_until(base, end, bits)
+    }
 }
 
 impl Scorer for TermScorer {

@@ -137,20 +137,27 @@ pub fn exhaustive(
     top: &mut TopK,
     score: bool,
 ) -> u64 {
-    let mut sums = vec![0f64; WINDOW as usize];
+    // Score accumulators are only needed when scoring (counting uses the bitset alone).
+    let mut sums = if score {
+        vec![0f64; WINDOW as usize]
+    } else {
+        Vec::new()
+    };
     let mut bits = [0u64; (WINDOW / 64) as usize];
     let mut count = 0u64;
     let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
     while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
         let end = base.saturating_add(WINDOW);
         for t in terms.iter_mut() {
+            if !score {
+                t.mark_until(base, end, &mut bits);
+                continue;
+            }
             let mut d = t.doc();
             while d < end {
                 let o = (d - base) as usize;
                 bits[o / 64] |= 1 << (o % 64);
-                if score {
-                    sums[o] += f64::from(t.score());
-                }
+                sums[o] += f64::from(t.score());
                 d = t.next();
             }
         }

@@ -222,6 +222,34 @@ impl PostingsCursor {
         self.doc
     }
 
+    /// Sets bit `d - base` of `bits` for every document `d < end` from the current one on, and
+    /// moves past them: counting without scoring, a decoded block at a time.
+    pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
+        while self.doc != TERMINATED && self.doc < end {
+            let block = &self.docs[self.idx..self.block_len];
+            let n = if block[block.len() - 1] < end {
+                block.len()
+            } else {
+                block.partition_point(|&d| d < end)
+            };
+            for &d in &block[..n] {
+                let o = (d - base) as usize;
+                if let Some(w) = bits.get_mut(o >> 6) {
+                    *w |= 1 << (o & 63);
+                }
+            }
+            self.idx += n;
+            if self.idx < self.block_len {
+                self.doc = self.docs[self.idx];
+                return;
+            }
+            let next = self.block.wrapping_add(1);
+            let last = self.docs[self.block_len - 1];
+            self.idx = self.block_len - 1;
+            self.load_block(next, self.next_off, last);
+        }
+    }
+
     /// Advances to the first document `>= target`.
     #[inline]
     pub fn seek(&mut self, target: u32) -> u32 {
