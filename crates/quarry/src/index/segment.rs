@@ -88,6 +88,21 @@ fn check_frame(
     Ok(())
 }
 
+/// Reads `len` bytes at `start` of a file's body (between header and footer); a range that
+/// leaves the body (from a damaged meta or entry) is `Corrupt`, naming the file and `what`.
+fn read_body(handle: &dyn FileHandle, start: u64, len: u64, what: &str) -> Result<Bytes> {
+    let body_end = handle.len().saturating_sub(FOOTER_LEN as u64);
+    match start.checked_add(len) {
+        Some(end) if start >= HEADER_LEN as u64 && end <= body_end => {
+            Ok(handle.read_bytes(start, end)?)
+        }
+        _ => Err(Error::corrupt(
+            handle.name(),
+            format!("{what} range [{start}, +{len}) is out of bounds"),
+        )),
+    }
+}
+
 impl SegmentReader {
     /// Opens segment `name`: verifies its meta fully and the other files' frames.
     pub fn open(dir: Arc<dyn Directory>, name: &str, schema: &Schema) -> Result<Self> {
@@ -164,13 +179,12 @@ impl SegmentReader {
             None
         } else {
             let name = self.files.terms.name();
-            let end = fm
-                .fst_offset
-                .checked_add(fm.fst_len)
-                .filter(|&e| e <= self.files.terms.len() - FOOTER_LEN as u64);
-            let end =
-                end.ok_or_else(|| Error::corrupt(name, "term dictionary range is out of bounds"))?;
-            let bytes = self.files.terms.read_bytes(fm.fst_offset, end)?;
+            let bytes = read_body(
+                &*self.files.terms,
+                fm.fst_offset,
+                fm.fst_len,
+                "term dictionary",
+            )?;
             let crc = quarry_codecs::crc32c(&bytes);
             if crc != fm.fst_crc {
                 return Err(Error::corrupt(
@@ -240,14 +254,12 @@ impl SegmentReader {
         with_positions: bool,
     ) -> Result<PostingsCursor> {
         let positions = if with_positions && self.schema.field(field).has_positions() {
-            let end = info
-                .pos_start
-                .checked_add(info.pos_len)
-                .filter(|&e| e <= self.files.pos.len() - FOOTER_LEN as u64);
-            let end = end.ok_or_else(|| {
-                Error::corrupt(self.files.pos.name(), "positions range out of bounds")
-            })?;
-            Some(self.files.pos.read_bytes(info.pos_start, end)?)
+            Some(read_body(
+                &*self.files.pos,
+                info.pos_start,
+                info.pos_len,
+                "positions",
+            )?)
         } else {
             None
         };
@@ -271,15 +283,12 @@ impl SegmentReader {
         let fm = &self.meta.fields[field as usize];
         let bytes = match fm.norms_offset {
             None => None,
-            Some(off) => {
-                let end = off
-                    .checked_add(u64::from(self.meta.doc_count))
-                    .filter(|&e| e <= self.files.norms.len() - FOOTER_LEN as u64);
-                let end = end.ok_or_else(|| {
-                    Error::corrupt(self.files.norms.name(), "norms range out of bounds")
-                })?;
-                Some(self.files.norms.read_bytes(off, end)?)
-            }
+            Some(off) => Some(read_body(
+                &*self.files.norms,
+                off,
+                u64::from(self.meta.doc_count),
+                "norms",
+            )?),
         };
         Ok(slot.get_or_init(|| bytes).as_ref())
     }
@@ -288,14 +297,13 @@ impl SegmentReader {
         if let Some(b) = self.stored_index.get() {
             return Ok(b);
         }
-        let start = self.meta.stored_index_offset;
-        let end = start
-            .checked_add(u64::from(self.meta.stored_blocks) * 12)
-            .filter(|&e| e <= self.files.store.len() - FOOTER_LEN as u64)
-            .ok_or_else(|| {
-                Error::corrupt(self.files.store.name(), "stored block index out of bounds")
-            })?;
-        let b = self.files.store.read_bytes(start, end)?;
+        let len = u64::from(self.meta.stored_blocks) * 12;
+        let b = read_body(
+            &*self.files.store,
+            self.meta.stored_index_offset,
+            len,
+            "stored block index",
+        )?;
         Ok(self.stored_index.get_or_init(|| b))
     }
 
@@ -369,16 +377,5 @@ impl SegmentReader {
     /// The sequence number (index order) of `doc`.
     pub fn seq(&self, doc: u32) -> u64 {
         self.meta.seq(doc)
-    }
-
-    /// Handles of all files (for check and inspect), with their kinds.
-    pub fn file_handles(&self) -> Vec<(&'static str, &Arc<dyn FileHandle>)> {
-        vec![
-            ("terms", &self.files.terms),
-            ("post", &self.files.post),
-            ("pos", &self.files.pos),
-            ("norms", &self.files.norms),
-            ("store", &self.files.store),
-        ]
     }
 }
