@@ -22,7 +22,8 @@ pub enum Error {
     Schema(String),
     #[error("document error in field {field:?}: {reason}")]
     Document { field: String, reason: String },
-    #[error("malformed JSON at column {column}: {reason}")]
+    /// `column` is 1-based; 0 when the error has no position.
+    #[error("malformed JSON{}: {reason}", at_column(*.column))]
     Json { column: usize, reason: String },
     /// A query string that does not parse; keeps the kind and position.
     #[error("{0}")]
@@ -111,6 +112,14 @@ impl Error {
             },
             other => Error::corrupt(file, other),
         }
+    }
+}
+
+fn at_column(column: usize) -> String {
+    if column == 0 {
+        String::new()
+    } else {
+        format!(" at column {column}")
     }
 }
 

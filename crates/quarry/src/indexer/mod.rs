@@ -381,6 +381,9 @@ impl IndexWriter {
         let term = match value {
             FieldValue::Str(s) => s.clone(),
             FieldValue::Int(i) => i.to_string(),
+            FieldValue::Bool(b) => b.to_string(),
+            // The same text the builder indexes for a float field.
+            FieldValue::Float(x) => x.to_string(),
         };
         Ok(Query::Term {
             field: field.to_string(),
