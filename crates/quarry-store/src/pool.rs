@@ -193,7 +193,7 @@ impl BufferPool {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Pins frames currently pinned (for tests and statistics).
+    /// Frames currently pinned (for tests and statistics).
     pub fn pinned_frames(&self) -> usize {
         self.pins
             .iter()
