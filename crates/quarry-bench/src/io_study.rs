@@ -21,7 +21,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use quarry::DirectoryKind;
 use quarry_store::{
-    AlignedBuf, BatchMode, DirectDirectory, DirectOptions, Directory, PreadDirectory,
+    AlignedBuf, BatchMode, DirectDirectory, DirectOptions, Directory, FileHandle, PreadDirectory,
 };
 
 use crate::drivers::quarry::Quarry;
@@ -154,7 +154,7 @@ fn git_head(repo: &Path) -> String {
 
 /// Writes `len` bytes of pseudo-random data to `path` once (kept for later runs).
 fn generate(path: &Path, len: u64) -> Result<PathBuf> {
-    if std::fs::metadata(path).map(|m| m.len()) .ok() == Some(len) {
+    if std::fs::metadata(path).map(|m| m.len()).ok() == Some(len) {
         return Ok(path.to_path_buf());
     }
     eprintln!("io: writing {} MiB to {}", len >> 20, path.display());
@@ -192,7 +192,11 @@ fn read_sizes(path: &Path, reads: usize) -> Result<String> {
     for size in SIZES {
         let mut buf = AlignedBuf::zeroed(size);
         let slots = len / size as u64;
-        anyhow::ensure!(slots > 1, "{} is too small for {size}-byte reads", path.display());
+        anyhow::ensure!(
+            slots > 1,
+            "{} is too small for {size}-byte reads",
+            path.display()
+        );
         let mut samples = Vec::with_capacity(reads);
         for _ in 0..reads {
             let off = rng.next() % slots * size as u64;
@@ -227,7 +231,10 @@ fn human(size: usize) -> String {
 /// the file's pages evicted before every batch).
 fn batched(path: &Path, reads: usize) -> Result<String> {
     let dir = path.parent().context("file has a folder")?;
-    let name = path.file_name().and_then(|n| n.to_str()).context("file name")?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("file name")?;
     let mut out = String::from(
         "## 2. Batched reads: 64 random ranges at once\n\n\
          `FileHandle::read_many` of a pread directory, the file evicted from the page cache before \
@@ -276,7 +283,10 @@ fn batched(path: &Path, reads: usize) -> Result<String> {
 /// Single-page reads from a warm pool: pinned views against copies.
 fn pin_or_copy(path: &Path) -> Result<String> {
     let dir = path.parent().context("file has a folder")?;
-    let name = path.file_name().and_then(|n| n.to_str()).context("file name")?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("file name")?;
     let mut out = String::from(
         "## 3. Buffer pool: hand out pinned pages or copies\n\n\
          64 KiB pages, a 64 MiB pool holding the first 32 MiB of the file (warm), 200,000 reads \
@@ -303,7 +313,7 @@ fn pin_or_copy(path: &Path) -> Result<String> {
         for _ in 0..n {
             let page = rng.next() % (span / (64 << 10));
             let s = page * (64 << 10) + rng.next() % 60_000;
-            let b = quarry_store::FileHandle::read_bytes(&*h, s, s + 100)?;
+            let b = h.read_bytes(s, s + 100)?;
             sum += u64::from(b[0]);
         }
         let ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
@@ -393,7 +403,10 @@ fn modes(repo: &Path, tmp: &Path, args: &IoArgs) -> Result<String> {
             let s: Vec<f64> = (0..args.warm_iters)
                 .map(|_| once(&q, p))
                 .collect::<Result<_>>()?;
-            let ci = classes.iter().position(|c| *c == spec.class).expect("known class");
+            let ci = classes
+                .iter()
+                .position(|c| *c == spec.class)
+                .expect("known class");
             warm[ci].push(measure::median(&s));
         }
         drop(q);
@@ -409,7 +422,10 @@ fn modes(repo: &Path, tmp: &Path, args: &IoArgs) -> Result<String> {
                 let p = q.parse(&spec.query)?;
                 let us = once(&q, &p)?;
                 disk.push((disk_read_bytes() - before) as f64 / 1e3);
-                let ci = classes.iter().position(|c| *c == spec.class).expect("known class");
+                let ci = classes
+                    .iter()
+                    .position(|c| *c == spec.class)
+                    .expect("known class");
                 cold[ci].push(us);
             }
         }

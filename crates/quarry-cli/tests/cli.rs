@@ -110,7 +110,9 @@ fn index_infers_schema_and_searches_json() {
             .args(["inspect", "--directory", dir, "--index"])
             .arg(&idx));
         assert!(inspect.contains("300 docs"), "{dir}: {inspect}");
-        let check = ok(quarry().args(["check", "--directory", dir, "--index"]).arg(&idx));
+        let check = ok(quarry()
+            .args(["check", "--directory", dir, "--index"])
+            .arg(&idx));
         assert!(check.starts_with("ok: 300 docs"), "{dir}: {check}");
     }
     let bad_dir = run(quarry()

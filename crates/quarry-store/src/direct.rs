@@ -155,7 +155,7 @@ impl DirectFile {
                 .open(&path)
             {
                 if let Some(a) = dio_alignment(&f) {
-                    if a as usize <= pool.page_size() && pool.page_size() % a as usize == 0 {
+                    if a.is_power_of_two() && a as usize <= pool.page_size() {
                         align = a.max(MEM_ALIGN as u64);
                         direct = Some(f);
                     }

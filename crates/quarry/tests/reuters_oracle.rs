@@ -177,7 +177,9 @@ fn all_oracle_queries_match_lucene() {
         direct: tiny,
     };
     let adaptive = AdaptiveDirectory::open_with(tmp.path(), starved).unwrap();
-    check_file(&Index::open_dir(Arc::new(adaptive)).unwrap(), file, |_| true);
+    check_file(&Index::open_dir(Arc::new(adaptive)).unwrap(), file, |_| {
+        true
+    });
 }
 
 /// Sloppy phrases, prefixes, boosts, field queries, nested booleans and analysis corner cases

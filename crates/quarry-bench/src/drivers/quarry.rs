@@ -13,8 +13,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use quarry::query::Query;
 use quarry::{
-    DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult, Searcher,
-    WriterOptions,
+    DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult,
+    Searcher, WriterOptions,
 };
 
 use super::{IndexConfig, SearchEngine};
