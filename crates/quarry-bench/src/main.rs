@@ -2,10 +2,13 @@
 //!
 //! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
 //! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
-//! by `run`, usable by hand). See `bench/README.md`.
+//! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`). See
+//! `bench/README.md`.
 
 mod charts;
 mod drivers;
+#[cfg(feature = "quarry-driver")]
+mod io_study;
 mod measure;
 mod orchestrator;
 mod protocol;
@@ -36,6 +39,9 @@ enum Cmd {
         /// bench/results/<date>-<workload>.json
         json: std::path::PathBuf,
     },
+    /// I/O study: read sizes, batched reads, pool pin vs copy, W1 latency per directory mode.
+    #[cfg(feature = "quarry-driver")]
+    Io(io_study::IoArgs),
     /// Run one engine's driver (the orchestrator spawns these).
     Driver {
         #[command(subcommand)]
@@ -73,6 +79,8 @@ fn real_main() -> Result<()> {
         Cmd::Run(args) => orchestrator::run(args),
         Cmd::Prepare(args) => orchestrator::prepare(args),
         Cmd::Report { json } => report::rerender(&json),
+        #[cfg(feature = "quarry-driver")]
+        Cmd::Io(args) => io_study::run(args),
         Cmd::Driver {
             engine: Engine::Tantivy { cmd },
         } => drivers::run::<drivers::tantivy::Tantivy>(cmd),

@@ -41,7 +41,7 @@ pub struct IndexArgs {
     /// Merge down to at most this many segments after indexing.
     #[arg(long)]
     pub force_merge: Option<usize>,
-    /// Read path used for merging: mmap or pread.
+    /// Read path used for merging: mmap, pread, direct or adaptive.
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
     /// No progress bar.

@@ -38,11 +38,15 @@ enum Command {
         index: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Read path: mmap, pread, direct or adaptive.
+        #[arg(long, default_value = "mmap")]
+        directory: DirectoryKind,
     },
     /// Verify every checksum and structural invariant of an index.
     Check {
         #[arg(long)]
         index: PathBuf,
+        /// Read path: mmap, pread, direct or adaptive.
         #[arg(long, default_value = "mmap")]
         directory: DirectoryKind,
     },
@@ -112,9 +116,13 @@ fn run(cli: Cli) -> Result<()> {
             );
         }
         Command::Search(args) => search_cmd::run(&args)?,
-        Command::Inspect { index, json } => {
+        Command::Inspect {
+            index,
+            json,
+            directory,
+        } => {
             require_index_dir(&index)?;
-            let idx = quarry::Index::open(&index)
+            let idx = quarry::Index::open_with(&index, directory)
                 .with_context(|| format!("opening index {}", index.display()))?;
             let r = quarry::index::inspect(&idx);
             if json {

@@ -28,7 +28,7 @@ pub struct SearchArgs {
     /// Batch mode: a JSON Lines file of {"query": "..."} objects ("-" for standard input).
     #[arg(long, conflicts_with = "query")]
     pub queries: Option<PathBuf>,
-    /// Read path: mmap (default) or pread.
+    /// Read path: mmap (default), pread, direct (O_DIRECT + buffer pool) or adaptive (per file).
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
     /// The query, in Lucene's classic syntax. A query may start with `-` (`'-oil +gas'`); put

@@ -105,6 +105,23 @@ fn index_infers_schema_and_searches_json() {
     );
     let check = ok(quarry().args(["check", "--index"]).arg(&idx));
     assert!(check.starts_with("ok: 300 docs"), "{check}");
+    for dir in ["direct", "adaptive"] {
+        let inspect = ok(quarry()
+            .args(["inspect", "--directory", dir, "--index"])
+            .arg(&idx));
+        assert!(inspect.contains("300 docs"), "{dir}: {inspect}");
+        let check = ok(quarry()
+            .args(["check", "--directory", dir, "--index"])
+            .arg(&idx));
+        assert!(check.starts_with("ok: 300 docs"), "{dir}: {check}");
+    }
+    let bad_dir = run(quarry()
+        .args(["inspect", "--directory", "floppy", "--index"])
+        .arg(&idx));
+    assert!(
+        !bad_dir.status.success()
+            && String::from_utf8_lossy(&bad_dir.stderr).contains("mmap, pread, direct or adaptive")
+    );
     // Creating over an existing index is refused with advice.
     let again = run(quarry()
         .args(["index", "--input"])
@@ -290,7 +307,7 @@ fn threads_and_directories_give_identical_results() {
             .arg(&input)
             .arg("--index")
             .arg(&idx));
-        for dir in ["mmap", "pread"] {
+        for dir in ["mmap", "pread", "direct", "adaptive"] {
             for mode in ["top", "top_count"] {
                 let out = ok(quarry()
                     .args([

@@ -2,7 +2,12 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::{Directory, MmapDirectory, PreadDirectory, StoreError};
+use std::path::Path;
+
+use crate::{
+    AdaptiveDirectory, AdaptiveOptions, BatchMode, DirectDirectory, DirectOptions, Directory,
+    MmapDirectory, PreadDirectory, StoreError,
+};
 
 fn write(dir: &dyn Directory, name: &str, bytes: &[u8]) {
     let mut w = dir.create(name).unwrap();
@@ -82,6 +87,57 @@ fn shared_across_threads(dir: Arc<dyn Directory>) {
     assert_eq!(h.read_bytes(0, 1).unwrap()[0], 42);
 }
 
+fn many_ranges(dir: &dyn Directory) {
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 241) as u8).collect();
+    write(dir, "m", &data);
+    let h = dir.open("m").unwrap();
+    let ranges: Vec<_> = (0..100u64)
+        .map(|i| {
+            let s = i * 1913 % 190_000;
+            s..s + i * 97 % 7000
+        })
+        .collect();
+    let got = h.read_many(&ranges).unwrap();
+    assert_eq!(got.len(), ranges.len());
+    for (r, b) in ranges.iter().zip(&got) {
+        assert_eq!(&**b, &data[r.start as usize..r.end as usize]);
+    }
+    assert!(h.read_many(&[]).unwrap().is_empty());
+    let len = data.len() as u64;
+    assert!(matches!(
+        h.read_many(&[0..10, len..len + 1]),
+        Err(StoreError::OutOfBounds { .. })
+    ));
+}
+
+/// Direct reads with a pool of 16 small pages, so that the contract runs through eviction and
+/// reads larger than the pool.
+fn tiny_direct(p: &Path) -> crate::Result<DirectDirectory> {
+    DirectDirectory::open_with(
+        p,
+        DirectOptions {
+            page_size: 4096,
+            memory_limit: Some(16 * 4096),
+            ..Default::default()
+        },
+    )
+}
+
+/// Adaptive, told it has so little memory that nothing fits (postings direct, the rest pread).
+fn starved_adaptive(p: &Path) -> crate::Result<AdaptiveDirectory> {
+    AdaptiveDirectory::open_with(
+        p,
+        AdaptiveOptions {
+            available_memory: Some(1),
+            direct: DirectOptions {
+                page_size: 4096,
+                memory_limit: Some(16 * 4096),
+                ..Default::default()
+            },
+        },
+    )
+}
+
 macro_rules! contract {
     ($modname:ident, $ctor:expr) => {
         mod $modname {
@@ -112,6 +168,11 @@ macro_rules! contract {
                 atomic_write_rename_delete_list(&*d);
             }
             #[test]
+            fn many() {
+                let (_t, d) = dir();
+                many_ranges(&*d);
+            }
+            #[test]
             fn threads() {
                 let (_t, d) = dir();
                 shared_across_threads(d);
@@ -122,3 +183,30 @@ macro_rules! contract {
 
 contract!(mmap, MmapDirectory::open);
 contract!(pread, PreadDirectory::open);
+contract!(pread_uring, |p| PreadDirectory::open_with(
+    p,
+    BatchMode::Auto
+));
+contract!(pread_no_uring, |p| PreadDirectory::open_with(
+    p,
+    BatchMode::Pread
+));
+contract!(direct, DirectDirectory::open);
+contract!(direct_tiny_pool, tiny_direct);
+contract!(direct_copy_out, |p| DirectDirectory::open_with(
+    p,
+    DirectOptions {
+        copy_out: true,
+        ..Default::default()
+    }
+));
+contract!(direct_buffered, |p| DirectDirectory::open_with(
+    p,
+    DirectOptions {
+        buffered_only: true,
+        batch: BatchMode::Pread,
+        ..Default::default()
+    }
+));
+contract!(adaptive, AdaptiveDirectory::open);
+contract!(adaptive_starved, starved_adaptive);

@@ -2,10 +2,13 @@
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{Bytes, MmapDirectory, PreadDirectory, Result, StoreError};
+use crate::{
+    AdaptiveDirectory, Bytes, DirectDirectory, MmapDirectory, PreadDirectory, Result, StoreError,
+};
 
 /// An open, immutable file.
 ///
@@ -18,6 +21,16 @@ pub trait FileHandle: Send + Sync + Debug {
     }
     /// The bytes of `[start, end)`.
     fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes>;
+    /// The bytes of every range, in order: one call for many small ranges known at once (the
+    /// positions of a phrase's candidates, the stored fields of the top hits). Implementations
+    /// batch them (io_uring for positioned reads); the default reads them one by one. Any range
+    /// out of bounds fails the whole call with `OutOfBounds`.
+    fn read_many(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        ranges
+            .iter()
+            .map(|r| self.read_bytes(r.start, r.end))
+            .collect()
+    }
     /// The whole file.
     fn read_all(&self) -> Result<Bytes> {
         self.read_bytes(0, self.len())
@@ -66,7 +79,7 @@ pub trait Directory: Send + Sync + Debug {
         self.rename(&tmp, name)?;
         self.sync_dir()
     }
-    /// The implementation's name ("mmap", "pread").
+    /// The implementation's name ("mmap", "pread", "direct", "adaptive").
     fn kind(&self) -> DirectoryKind;
 }
 
@@ -78,6 +91,15 @@ pub enum DirectoryKind {
     Mmap,
     /// Positioned reads into owned buffers.
     Pread,
+    /// `O_DIRECT` reads into a buffer pool with a memory limit.
+    Direct,
+    /// Per file, by kind, size and available memory: mmap with hints, pread or direct.
+    Adaptive,
+}
+
+impl DirectoryKind {
+    /// Every kind, for tests and benchmarks that cover them all.
+    pub const ALL: [DirectoryKind; 4] = [Self::Mmap, Self::Pread, Self::Direct, Self::Adaptive];
 }
 
 impl std::str::FromStr for DirectoryKind {
@@ -86,8 +108,10 @@ impl std::str::FromStr for DirectoryKind {
         match s {
             "mmap" => Ok(Self::Mmap),
             "pread" => Ok(Self::Pread),
+            "direct" => Ok(Self::Direct),
+            "adaptive" => Ok(Self::Adaptive),
             other => Err(format!(
-                "unknown directory kind {other:?} (expected mmap or pread)"
+                "unknown directory kind {other:?} (expected mmap, pread, direct or adaptive)"
             )),
         }
     }
@@ -98,6 +122,8 @@ impl std::fmt::Display for DirectoryKind {
         f.write_str(match self {
             Self::Mmap => "mmap",
             Self::Pread => "pread",
+            Self::Direct => "direct",
+            Self::Adaptive => "adaptive",
         })
     }
 }
@@ -107,6 +133,8 @@ pub fn open_directory(path: &Path, kind: DirectoryKind) -> Result<Arc<dyn Direct
     Ok(match kind {
         DirectoryKind::Mmap => Arc::new(MmapDirectory::open(path)?),
         DirectoryKind::Pread => Arc::new(PreadDirectory::open(path)?),
+        DirectoryKind::Direct => Arc::new(DirectDirectory::open(path)?),
+        DirectoryKind::Adaptive => Arc::new(AdaptiveDirectory::open(path)?),
     })
 }
 

@@ -23,6 +23,8 @@ pub enum StoreError {
         end: u64,
         len: u64,
     },
+    #[error("invalid directory option for {path}: {what}")]
+    BadOption { path: PathBuf, what: String },
     #[error("invalid file name {name:?}: names are plain file names inside the index directory")]
     BadName { name: String },
 }

@@ -3,7 +3,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memmap2::Mmap;
+use memmap2::{Advice, Mmap};
 
 use crate::directory::{fadvise_dontneed, FsDirectory};
 use crate::{Bytes, Directory, DirectoryKind, FileHandle, Result, StoreError};
@@ -23,7 +23,7 @@ impl MmapDirectory {
     }
 }
 
-struct MappedFile {
+pub(crate) struct MappedFile {
     name: String,
     path: PathBuf,
     file: File,
@@ -64,9 +64,11 @@ impl FileHandle for MappedFile {
     }
 }
 
-impl Directory for MmapDirectory {
-    fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
-        let (path, file) = self.fs.open_file(name)?;
+impl MappedFile {
+    /// Maps `name`; `advice` is given to the kernel for the whole mapping (a hint: refusals are
+    /// ignored).
+    pub(crate) fn open(fs: &FsDirectory, name: &str, advice: &[Advice]) -> Result<Self> {
+        let (path, file) = fs.open_file(name)?;
         let len = file
             .metadata()
             .map_err(|e| StoreError::io("stat", &path, e))?
@@ -78,14 +80,33 @@ impl Directory for MmapDirectory {
             // SAFETY: index files are immutable once published (written, fsynced, then renamed
             // into a commit); quarry never truncates or rewrites a file that may be mapped.
             let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", &path, e))?;
+            for a in advice {
+                let _ = map.advise(*a);
+            }
             Bytes::from_owner(Arc::new(map))
         };
-        Ok(Arc::new(MappedFile {
+        Ok(MappedFile {
             name: name.to_string(),
             path,
             file,
             bytes,
-        }))
+        })
+    }
+}
+
+impl MappedFile {
+    /// Asks the kernel to start reading the whole file into the page cache (a hint).
+    pub(crate) fn fadvise_willneed(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the fd is valid for the lifetime of `self.file`; posix_fadvise takes integers.
+        let _ =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+    }
+}
+
+impl Directory for MmapDirectory {
+    fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
+        Ok(Arc::new(MappedFile::open(&self.fs, name, &[])?))
     }
     crate::directory::delegate_fs_ops!();
     fn kind(&self) -> DirectoryKind {

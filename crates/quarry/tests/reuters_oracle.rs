@@ -2,7 +2,10 @@
 //! in the same order, scores within 1e-4 relative (tests/fixtures/lucene-reuters-oracle.jsonl).
 mod common;
 
+use std::sync::Arc;
+
 use quarry::{DirectoryKind, Index, SearchMode, Searcher};
+use quarry_store::{AdaptiveDirectory, AdaptiveOptions, DirectDirectory, DirectOptions};
 use serde_json::Value;
 
 /// Compares one oracle query; returns a description of the first difference.
@@ -92,6 +95,10 @@ fn run_file(file: &str, kind: DirectoryKind, threads: usize, filter: impl Fn(&Va
     let tmp = tempfile::tempdir().unwrap();
     common::build_reuters(tmp.path(), &lines, threads, kind);
     let index = Index::open_with(tmp.path(), kind).unwrap();
+    check_file(&index, file, filter);
+}
+
+fn check_file(index: &Index, file: &str, filter: impl Fn(&Value) -> bool) {
     let searcher = index.searcher();
     let (stats, queries) = common::oracle_file(file);
     for field in ["title", "body"] {
@@ -139,12 +146,40 @@ fn seed_term_queries_match_lucene() {
     let terms = |q: &Value| ["dollar", "oil", "trade"].contains(&q["query"].as_str().unwrap());
     run(DirectoryKind::Mmap, 1, terms);
     run(DirectoryKind::Pread, 2, terms);
+    run(DirectoryKind::Direct, 2, terms);
 }
 
-/// Every query of the oracle (term, boolean, phrase, mixed).
+/// Every query of the oracle (term, boolean, phrase, mixed), with the index built once and read
+/// through every directory kind, plus a direct pool of 64 KiB (constant eviction, reads around
+/// the pool) and an adaptive directory told nothing fits (postings direct, stored pread).
 #[test]
 fn all_oracle_queries_match_lucene() {
-    run(DirectoryKind::Mmap, 1, |_| true);
+    let lines = common::reuters_lines();
+    let tmp = tempfile::tempdir().unwrap();
+    common::build_reuters(tmp.path(), &lines, 1, DirectoryKind::Mmap);
+    let file = "lucene-reuters-oracle.jsonl";
+    for kind in DirectoryKind::ALL {
+        check_file(&Index::open_with(tmp.path(), kind).unwrap(), file, |_| true);
+    }
+    let tiny = DirectOptions {
+        page_size: 4096,
+        memory_limit: Some(16 * 4096),
+        ..Default::default()
+    };
+    let direct = DirectDirectory::open_with(tmp.path(), tiny).unwrap();
+    let pool = direct.pool().clone();
+    check_file(&Index::open_dir(Arc::new(direct)).unwrap(), file, |_| true);
+    let s = pool.stats();
+    assert!(s.evictions > 0 && s.hits > 0, "{s:?}");
+    assert_eq!(pool.pinned_frames(), 0, "no pin outlives the searches");
+    let starved = AdaptiveOptions {
+        available_memory: Some(1),
+        direct: tiny,
+    };
+    let adaptive = AdaptiveDirectory::open_with(tmp.path(), starved).unwrap();
+    check_file(&Index::open_dir(Arc::new(adaptive)).unwrap(), file, |_| {
+        true
+    });
 }
 
 /// Sloppy phrases, prefixes, boosts, field queries, nested booleans and analysis corner cases

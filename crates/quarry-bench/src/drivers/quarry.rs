@@ -5,14 +5,16 @@
 //! while the engine's API is still being written. Schema: `id` integer (stored), `title` and `body`
 //! text, stored, with quarry's standard analyzer. Queries: `searcher.parse_query(q, &["body"])`
 //! (Lucene classic syntax, default OR). Modes map to `SearchMode::{Top, TopCount, Count}`.
+//! The read path for searching is `$QUARRY_DIRECTORY` (mmap, pread, direct, adaptive; default
+//! mmap), so the orchestrator's runs and the `io` study can pick it per process.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use quarry::query::Query;
 use quarry::{
-    Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult, Searcher,
-    WriterOptions,
+    DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult,
+    Searcher, WriterOptions,
 };
 
 use super::{IndexConfig, SearchEngine};
@@ -35,6 +37,27 @@ fn mode(m: Mode) -> SearchMode {
         Mode::Top10 => SearchMode::Top,
         Mode::Top10Count => SearchMode::TopCount,
         Mode::Count => SearchMode::Count,
+    }
+}
+
+/// The directory kind named by `$QUARRY_DIRECTORY` (mmap when unset).
+pub fn directory_from_env() -> Result<DirectoryKind> {
+    match std::env::var("QUARRY_DIRECTORY") {
+        Ok(v) => v
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("QUARRY_DIRECTORY: {e}")),
+        Err(_) => Ok(DirectoryKind::Mmap),
+    }
+}
+
+impl Quarry {
+    /// Opens the committed index at `dir` reading through `kind`.
+    pub fn open_with(dir: &Path, kind: DirectoryKind) -> Result<Self> {
+        let index = Index::open_with(dir, kind)
+            .with_context(|| format!("opening quarry index {} ({kind})", dir.display()))?;
+        Ok(Quarry {
+            searcher: index.searcher(),
+        })
     }
 }
 
@@ -86,11 +109,7 @@ impl SearchEngine for Quarry {
     }
 
     fn open(dir: &Path) -> Result<Self> {
-        let index =
-            Index::open(dir).with_context(|| format!("opening quarry index {}", dir.display()))?;
-        Ok(Quarry {
-            searcher: index.searcher(),
-        })
+        Self::open_with(dir, directory_from_env()?)
     }
 
     fn parse(&self, query: &str) -> Result<Query> {
