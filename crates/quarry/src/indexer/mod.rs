@@ -668,13 +668,15 @@ impl IndexWriter {
         let readers: Vec<_> = picked.iter().map(|&i| view.segments()[i].clone()).collect();
         let live: Vec<_> = picked.iter().map(|&i| self.segs[i].live.clone()).collect();
         let name = self.shared.segment_name();
-        let result = merge_segments(
-            &*self.shared.dir,
-            &self.shared.schema,
-            &readers,
-            &live,
-            &name,
-        );
+        let result = failpoint::fail("merge-before-write").and_then(|()| {
+            merge_segments(
+                &*self.shared.dir,
+                &self.shared.schema,
+                &readers,
+                &live,
+                &name,
+            )
+        });
         let meta = match result {
             Ok(m) => m,
             Err(e) => {
