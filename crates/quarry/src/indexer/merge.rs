@@ -172,7 +172,7 @@ pub fn merge_segments(
         let l = live_of(i);
         let mut d = 0u32;
         s.for_each_stored_doc(|bytes| {
-            if l.map_or(true, |l| l.is_live(d)) {
+            if !matches!(l, Some(l) if !l.is_live(d)) {
                 stored.add(bytes);
             }
             d += 1;
