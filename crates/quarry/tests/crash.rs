@@ -213,9 +213,13 @@ fn searched(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn random_operations_match_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+    fn random_operations_match_a_model(
+        ops in proptest::collection::vec(op(), 1..40),
+        background in any::<bool>(),
+    ) {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = IndexWriter::create(tmp.path(), schema(), opts(MergePolicy::Log { factor: 3 })).unwrap();
+        w.set_background_merges(background);
         let mut current: Model = Vec::new();
         let mut durable: Model = Vec::new();
         let mut visible: Model = Vec::new();
@@ -263,6 +267,7 @@ proptest! {
                     w = IndexWriter::open(tmp.path(), o())
                         .or_else(|_| IndexWriter::create(tmp.path(), schema(), o()))
                         .unwrap();
+                    w.set_background_merges(background);
                     current = durable.clone();
                     visible = durable.clone();
                     reader = w.reader().unwrap();

@@ -6,6 +6,7 @@ mod builder;
 mod deletes;
 mod merge;
 mod policy;
+mod scheduler;
 mod segment_writer;
 
 pub use merge::merge_segments;
@@ -32,6 +33,7 @@ use crate::schema::Schema;
 use crate::{failpoint, Error, Result};
 use builder::SegmentBuilder;
 use deletes::{DeleteOp, SegState};
+use scheduler::RunningMerge;
 
 /// Settings of an [`IndexWriter`].
 #[derive(Clone, Debug)]
@@ -158,6 +160,11 @@ pub struct IndexWriter {
     nrt: Option<Arc<NrtSlot>>,
     /// Files of the newest commit point on disk (kept by clean-up).
     durable_files: HashSet<String>,
+    /// Merge in the background instead of inside `commit`.
+    background: bool,
+    running: Option<RunningMerge>,
+    /// A background merge that failed, reported by the next commit.
+    merge_error: Option<Error>,
 }
 
 fn acquire_lock(path: &Path) -> Result<FileLock> {
@@ -295,6 +302,9 @@ impl IndexWriter {
             view: None,
             nrt: None,
             durable_files,
+            background: false,
+            running: None,
+            merge_error: None,
         };
         // Files no commit references (a crashed or failed earlier run) are removed now.
         if let Err(e) = w.delete_unreferenced() {
@@ -466,6 +476,7 @@ impl IndexWriter {
     /// Flushes in-memory segments, appends them to the current segments and applies pending
     /// deletions; then opens the new state for reading.
     fn flush_and_apply(&mut self) -> Result<()> {
+        self.install_merge(false)?;
         self.flush_all()?;
         let mut flushed: Vec<SegmentMeta> =
             std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
@@ -541,10 +552,18 @@ impl IndexWriter {
         let start = Instant::now();
         self.commit_only()?;
         let generation = self.commit.generation;
-        let merges = self.maybe_merge().map_err(|e| Error::MergeFailed {
+        let failed = |e| Error::MergeFailed {
             generation,
             source: Box::new(e),
-        })?;
+        };
+        if self.background {
+            if let Some(e) = self.merge_error.take() {
+                return Err(failed(e));
+            }
+            self.start_merge().map_err(failed)?;
+            return Ok(self.stats(0, start));
+        }
+        let merges = self.maybe_merge().map_err(failed)?;
         Ok(self.stats(merges, start))
     }
 
@@ -634,6 +653,9 @@ impl IndexWriter {
             );
         }
         keep.extend(held_files(dir.path()));
+        if let Some(r) = &self.running {
+            keep.extend(r.output_files());
+        }
         for name in dir.list()? {
             if deletes::is_index_file(&name) && !keep.contains(&name) {
                 let _ = dir.delete(&name);
@@ -730,6 +752,10 @@ impl IndexWriter {
     /// no segment keeps deleted documents.
     pub fn force_merge(&mut self, max_segments: usize) -> Result<CommitStats> {
         let start = Instant::now();
+        self.install_merge(true)?;
+        if let Some(e) = self.merge_error.take() {
+            return Err(e);
+        }
         self.commit_only()?;
         let max_segments = max_segments.max(1);
         let mut merges = 0;
@@ -765,6 +791,10 @@ impl Drop for IndexWriter {
             for h in handles.drain(..) {
                 let _ = h.join();
             }
+        }
+        if let Some(r) = self.running.take() {
+            // Wait for the merge thread; its output is not committed and goes with the rest.
+            let _ = r.install(&mut Vec::new());
         }
         // Uncommitted changes are dropped with the writer: remove their files (segments flushed
         // but never committed, e.g. by a failed run), unless a reader still holds them.
