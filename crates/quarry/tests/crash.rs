@@ -384,6 +384,12 @@ fn kill_minus_nine_never_loses_a_commit() {
         check_index(tmp.path(), DirectoryKind::Pread)
             .unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
         last_batches = batches;
+        if (cycle + 1) % 100 == 0 {
+            eprintln!(
+                "kill -9: {} cycles, {batches} batches committed, 0 lost",
+                cycle + 1
+            );
+        }
     }
     eprintln!("kill -9: {cycles} cycles, {last_batches} batches committed, 0 lost, 0 partial");
 }

@@ -126,6 +126,14 @@ fn deletes_updates_and_near_real_time_visibility() {
         w.delete_term("nope", &FieldValue::Int(1)),
         Err(Error::UnknownField { .. })
     ));
+    let bad = quarry::query::Query::Term {
+        field: "nope".into(),
+        term: "x".into(),
+    };
+    assert!(matches!(
+        w.delete_query(&bad),
+        Err(Error::UnknownField { .. })
+    ));
     w.delete_all().unwrap();
     w.add_document(doc(&schema, "z", "fresh start")).unwrap();
     let stats = w.commit().unwrap();

@@ -410,6 +410,10 @@ impl IndexWriter {
     /// Deletes every document added so far that matches `query`. Returns the opstamp.
     pub fn delete_query(&mut self, query: &Query) -> Result<u64> {
         self.check_failure()?;
+        // Refuse a query that cannot run (unknown field, phrase on a keyword field) now, not at
+        // the next refresh or commit.
+        crate::search::Searcher::new(self.shared.schema.clone(), Arc::new(Vec::new()))
+            .matching_docs(query)?;
         let stamp = self.next_seq;
         self.deletes.push((DeleteOp::Query(query.clone()), stamp));
         Ok(stamp)
