@@ -64,6 +64,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         ram_mb: 512,
         skip_bad: false,
         append: false,
+        key: None,
         overwrite: true,
         force_merge: None,
         directory: quarry::DirectoryKind::Mmap,

@@ -4,7 +4,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry::{DirectoryKind, Document, IndexWriter, MergePolicy, Schema, WriterOptions};
+use quarry::{
+    DirectoryKind, Document, FieldValue, IndexWriter, MergePolicy, Schema, WriterOptions,
+};
 
 use crate::input::JsonLines;
 
@@ -35,6 +37,10 @@ pub struct IndexArgs {
     /// Add to an existing index instead of refusing.
     #[arg(long, conflicts_with = "overwrite")]
     pub append: bool,
+    /// Upsert by this key field (keyword or integer): a document replaces the documents with
+    /// the same key, atomically.
+    #[arg(long)]
+    pub key: Option<String>,
     /// Replace an existing index (the old one stays readable until the new commit).
     #[arg(long)]
     pub overwrite: bool,
@@ -56,6 +62,8 @@ pub struct IndexSummary {
     pub segments: usize,
     pub bytes: u64,
     pub seconds: f64,
+    /// Documents replaced (upserts with `--key`).
+    pub live_docs: u64,
 }
 
 /// Infers a schema from the first [`INFER_LINES`] documents. With `skip_bad`, malformed lines
@@ -176,6 +184,17 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             schema.to_json()
         );
     }
+    let key = match &args.key {
+        None => None,
+        Some(k) => Some(
+            schema
+                .field_id(k)
+                .ok_or_else(|| quarry::Error::UnknownField {
+                    field: k.clone(),
+                    known: schema.fields().iter().map(|f| f.name.clone()).collect(),
+                })?,
+        ),
+    };
     let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).unwrap_or(0);
     let compressed = !args.input.to_string_lossy().ends_with(".jsonl")
         && !args.input.to_string_lossy().ends_with(".json");
@@ -197,9 +216,31 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     let mut lines = JsonLines::open(&args.input)?;
     let (mut docs, mut skipped) = (0u64, 0u64);
     while let Some((n, line)) = lines.next_line()? {
-        match Document::from_json(&schema, line) {
-            Ok(doc) => {
+        let parsed = Document::from_json(&schema, line).and_then(|doc| match key {
+            None => Ok((doc, None)),
+            Some(k) => {
+                let v: Option<FieldValue> = doc
+                    .values()
+                    .iter()
+                    .find(|(f, _)| *f == k)
+                    .map(|(_, v)| v.clone());
+                match v {
+                    Some(v) => Ok((doc, Some(v))),
+                    None => Err(quarry::Error::Document {
+                        field: args.key.clone().unwrap_or_default(),
+                        reason: "the key field is missing: --key needs it in every document".into(),
+                    }),
+                }
+            }
+        });
+        match parsed {
+            Ok((doc, None)) => {
                 writer.add_document(doc)?;
+                docs += 1;
+            }
+            Ok((doc, Some(k))) => {
+                let field = args.key.as_deref().unwrap_or_default();
+                writer.update_document(field, &k, doc)?;
                 docs += 1;
             }
             Err(e) => {
@@ -231,7 +272,13 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     let mut stats = writer.commit()?;
     if let Some(n) = args.force_merge {
         bar.set_message("merging");
-        stats = writer.force_merge(n)?;
+        let generation = stats.generation;
+        stats = writer
+            .force_merge(n)
+            .map_err(|e| quarry::Error::MergeFailed {
+                generation,
+                source: Box::new(e),
+            })?;
     }
     drop(writer);
     bar.finish_and_clear();
@@ -243,5 +290,6 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         segments: stats.segments,
         bytes,
         seconds: start.elapsed().as_secs_f64(),
+        live_docs: stats.live_docs,
     })
 }

@@ -1,5 +1,6 @@
 //! The `quarry` command-line tool: index JSON Lines, search, inspect and check indexes, and run
 //! the Reuters demo.
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -50,17 +51,50 @@ enum Command {
         #[arg(long, default_value = "mmap")]
         directory: DirectoryKind,
     },
+    /// Delete the documents matching a query (Lucene syntax) and commit; prints how many.
+    Delete {
+        #[arg(long)]
+        index: PathBuf,
+        /// Default fields of the query (all text fields when none).
+        #[arg(long = "field")]
+        fields: Vec<String>,
+        query: String,
+    },
     /// Index the bundled Reuters-21578 corpus and run the Reuters queries against it.
     Demo(demo::DemoArgs),
+}
+
+/// Exit status when documents were committed but a merge after the commit failed.
+const EXIT_MERGE_FAILED: u8 = 3;
+/// Exit status when another writer holds the index's lock.
+const EXIT_LOCKED: u8 = 4;
+
+/// Whether the error chain holds a broken pipe (stdout closed by the reader, e.g. `| head`).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", render_error(&e));
-            ExitCode::FAILURE
+            let quarry_err = e.chain().find_map(|c| c.downcast_ref::<quarry::Error>());
+            match quarry_err {
+                Some(quarry::Error::MergeFailed { .. }) => {
+                    eprintln!(
+                        "note: the documents were committed; only the merge failed (do not re-run the same input: it would add them again)"
+                    );
+                    ExitCode::from(EXIT_MERGE_FAILED)
+                }
+                Some(quarry::Error::Locked { .. }) => ExitCode::from(EXIT_LOCKED),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -106,10 +140,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Index(args) => {
             let s = index_cmd::run(&args)?;
             println!(
-                "indexed {} ({} skipped) into {} segment(s), {:.1} MB, in {:.2} s ({:.0} docs/s)",
+                "indexed {} ({} skipped) into {} segment(s), {} live in the index, {:.1} MB, in {:.2} s ({:.0} docs/s)",
                 plural(s.docs, "doc"),
                 s.skipped,
                 s.segments,
+                s.live_docs,
                 s.bytes as f64 / 1e6,
                 s.seconds,
                 s.docs as f64 / s.seconds.max(1e-9)
@@ -125,44 +160,81 @@ fn run(cli: Cli) -> Result<()> {
             let idx = quarry::Index::open_with(&index, directory)
                 .with_context(|| format!("opening index {}", index.display()))?;
             let r = quarry::index::inspect(&idx);
+            let mut out = std::io::stdout().lock();
             if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
             } else {
-                println!(
-                    "index {} (commit generation {}): {} in {} segment(s)",
+                writeln!(
+                    out,
+                    "index {} (commit generation {}): {} ({} deleted) in {} segment(s)",
                     index.display(),
                     r.generation,
-                    plural(r.docs, "doc"),
+                    plural(r.live_docs, "doc"),
+                    r.docs - r.live_docs,
                     r.segments.len()
-                );
+                )?;
                 for s in &r.segments {
                     let terms: Vec<String> =
                         s.terms.iter().map(|(f, n)| format!("{f}={n}")).collect();
                     let bytes: u64 = s.bytes.values().sum();
-                    println!(
-                        "  {}: {}, terms [{}], {:.1} MB",
+                    writeln!(
+                        out,
+                        "  {}: {}, {} deleted, terms [{}], {:.1} MB",
                         s.name,
                         plural(s.docs, "doc"),
+                        s.deleted,
                         terms.join(" "),
                         bytes as f64 / 1e6
-                    );
+                    )?;
                 }
-                println!("bytes per file kind:");
+                writeln!(out, "bytes per file kind:")?;
                 for (k, v) in &r.bytes {
-                    println!("  {k:<6} {v:>12}");
+                    writeln!(out, "  {k:<6} {v:>12}")?;
                 }
-                println!("  {:<6} {:>12}", "total", r.bytes.values().sum::<u64>());
+                writeln!(
+                    out,
+                    "  {:<6} {:>12}",
+                    "total",
+                    r.bytes.values().sum::<u64>()
+                )?;
             }
+            out.flush()?;
         }
         Command::Check { index, directory } => {
             require_index_dir(&index)?;
             let r = quarry::check_index(&index, directory)
                 .with_context(|| format!("check of {} failed", index.display()))?;
-            println!(
-                "ok: {} in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields)",
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "ok: {} ({} deleted) in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields, deletions)",
                 plural(r.docs, "doc"),
+                r.docs - r.live_docs,
                 r.segments.len(),
                 r.files_verified
+            )?;
+            out.flush()?;
+        }
+        Command::Delete {
+            index,
+            fields,
+            query,
+        } => {
+            let mut writer = quarry::IndexWriter::open(&index, quarry::WriterOptions::default())
+                .with_context(|| format!("opening index {} for writing", index.display()))?;
+            let mut reader = writer.reader()?;
+            let before = reader.searcher().live_doc_count();
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            let q = reader.searcher().parse_query(&query, &fields)?;
+            writer.delete_query(&q)?;
+            let stats = writer.commit()?;
+            reader = writer.reader()?;
+            let after = reader.searcher().live_doc_count();
+            println!(
+                "deleted {} document(s); {} remain (commit generation {})",
+                before - after,
+                after,
+                stats.generation
             );
         }
         Command::Demo(args) => demo::run(&args)?,

@@ -213,9 +213,13 @@ fn searched(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
-    fn random_operations_match_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+    fn random_operations_match_a_model(
+        ops in proptest::collection::vec(op(), 1..40),
+        background in any::<bool>(),
+    ) {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = IndexWriter::create(tmp.path(), schema(), opts(MergePolicy::Log { factor: 3 })).unwrap();
+        w.set_background_merges(background);
         let mut current: Model = Vec::new();
         let mut durable: Model = Vec::new();
         let mut visible: Model = Vec::new();
@@ -263,6 +267,7 @@ proptest! {
                     w = IndexWriter::open(tmp.path(), o())
                         .or_else(|_| IndexWriter::create(tmp.path(), schema(), o()))
                         .unwrap();
+                    w.set_background_merges(background);
                     current = durable.clone();
                     visible = durable.clone();
                     reader = w.reader().unwrap();
@@ -379,6 +384,12 @@ fn kill_minus_nine_never_loses_a_commit() {
         check_index(tmp.path(), DirectoryKind::Pread)
             .unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
         last_batches = batches;
+        if (cycle + 1) % 100 == 0 {
+            eprintln!(
+                "kill -9: {} cycles, {batches} batches committed, 0 lost",
+                cycle + 1
+            );
+        }
     }
     eprintln!("kill -9: {cycles} cycles, {last_batches} batches committed, 0 lost, 0 partial");
 }

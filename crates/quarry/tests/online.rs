@@ -126,6 +126,14 @@ fn deletes_updates_and_near_real_time_visibility() {
         w.delete_term("nope", &FieldValue::Int(1)),
         Err(Error::UnknownField { .. })
     ));
+    let bad = quarry::query::Query::Term {
+        field: "nope".into(),
+        term: "x".into(),
+    };
+    assert!(matches!(
+        w.delete_query(&bad),
+        Err(Error::UnknownField { .. })
+    ));
     w.delete_all().unwrap();
     w.add_document(doc(&schema, "z", "fresh start")).unwrap();
     let stats = w.commit().unwrap();
@@ -404,4 +412,55 @@ fn deleted_docs_still_count_in_statistics_until_merged() {
     let s = Index::open(tmp.path()).unwrap().searcher();
     assert_eq!(s.field_stats("body").unwrap().doc_count, 2);
     assert!(score_of_a(&s) != before);
+}
+
+/// Background merges: adds, deletes and searches go on while a merge runs on its own thread;
+/// deletions made to the merged segments meanwhile are carried over; readers opened before keep
+/// working.
+#[test]
+fn background_merges_carry_over_concurrent_deletions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = small_schema();
+    let mut w = IndexWriter::create(
+        tmp.path(),
+        schema.clone(),
+        opts(MergePolicy::Log { factor: 2 }),
+    )
+    .unwrap();
+    w.set_background_merges(true);
+    let mut live: BTreeSet<String> = BTreeSet::new();
+    let mut next = 0;
+    let reader = w.reader().unwrap();
+    for round in 0..12 {
+        for _ in 0..50 {
+            let k = format!("k{next}");
+            w.add_document(doc(&schema, &k, "alpha beta")).unwrap();
+            live.insert(k);
+            next += 1;
+        }
+        // Delete from older segments (possibly being merged right now).
+        for d in [round * 50 + 3, round * 37 + 1, 7] {
+            let k = format!("k{d}");
+            w.delete_term("key", &FieldValue::Str(k.clone())).unwrap();
+            live.remove(&k);
+        }
+        w.commit().unwrap();
+        assert_eq!(keys(&reader.searcher(), "alpha"), live, "round {round}");
+    }
+    while w.wait_for_merges().unwrap() > 0 {
+        w.commit().unwrap();
+    }
+    w.commit().unwrap();
+    let s = reader.searcher();
+    assert_eq!(keys(&s, "alpha"), live);
+    assert!(
+        s.segments().len() < 12,
+        "{} segments: nothing merged",
+        s.segments().len()
+    );
+    assert_eq!(
+        keys(&Index::open(tmp.path()).unwrap().searcher(), "alpha"),
+        live
+    );
+    check_index(tmp.path(), DirectoryKind::Pread).unwrap();
 }

@@ -21,7 +21,7 @@ impl LiveDocs {
     pub fn all_live(doc_count: u32) -> Self {
         let n = (doc_count as usize).div_ceil(64);
         let mut words = vec![!0u64; n];
-        if doc_count % 64 != 0 {
+        if doc_count & 63 != 0 {
             if let Some(last) = words.last_mut() {
                 *last = (1u64 << (doc_count % 64)) - 1;
             }

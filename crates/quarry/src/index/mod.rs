@@ -164,7 +164,7 @@ impl Index {
         for s in &commit.segments {
             let old = prev.get(s.name.as_str()).and_then(|&i| {
                 let p = previous.expect("previous index");
-                (p.schema == schema).then(|| (p, i))
+                (p.schema == schema).then_some((p, i))
             });
             let seg = match old {
                 Some((p, i)) => p.segments[i].clone(),

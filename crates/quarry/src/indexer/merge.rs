@@ -18,16 +18,16 @@ use crate::{Error, Result};
 
 /// Where each document of a merged segment goes: `base + doc`, or through a map when the
 /// segment has deletions (`NONE` = dropped).
-enum DocMap {
+pub(crate) enum DocMap {
     Shift(u32),
     Map(Vec<u32>),
 }
 
-const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 
 impl DocMap {
     #[inline]
-    fn get(&self, doc: u32) -> u32 {
+    pub(crate) fn get(&self, doc: u32) -> u32 {
         match self {
             DocMap::Shift(base) => base + doc,
             DocMap::Map(m) => m.get(doc as usize).copied().unwrap_or(NONE),
@@ -44,6 +44,17 @@ pub fn merge_segments(
     live: &[Option<Arc<LiveDocs>>],
     name: &str,
 ) -> Result<SegmentMeta> {
+    merge_with_maps(dir, schema, segments, live, name).map(|(meta, _)| meta)
+}
+
+/// [`merge_segments`], also returning where each input document went.
+pub(crate) fn merge_with_maps(
+    dir: &dyn Directory,
+    schema: &Schema,
+    segments: &[Arc<SegmentReader>],
+    live: &[Option<Arc<LiveDocs>>],
+    name: &str,
+) -> Result<(SegmentMeta, Vec<DocMap>)> {
     let live_of = |i: usize| live.get(i).and_then(|l| l.as_deref());
     let mut maps = Vec::with_capacity(segments.len());
     let mut total = 0u32;
@@ -172,7 +183,7 @@ pub fn merge_segments(
         let l = live_of(i);
         let mut d = 0u32;
         s.for_each_stored_doc(|bytes| {
-            if l.map_or(true, |l| l.is_live(d)) {
+            if !matches!(l, Some(l) if !l.is_live(d)) {
                 stored.add(bytes);
             }
             d += 1;
@@ -199,5 +210,6 @@ pub fn merge_segments(
             }
         }
     }
-    w.finish(dir, name, total, runs, stored)
+    let meta = w.finish(dir, name, total, runs, stored)?;
+    Ok((meta, maps))
 }

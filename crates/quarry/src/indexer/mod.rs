@@ -6,6 +6,7 @@ mod builder;
 mod deletes;
 mod merge;
 mod policy;
+mod scheduler;
 mod segment_writer;
 
 pub use merge::merge_segments;
@@ -32,6 +33,7 @@ use crate::schema::Schema;
 use crate::{failpoint, Error, Result};
 use builder::SegmentBuilder;
 use deletes::{DeleteOp, SegState};
+use scheduler::RunningMerge;
 
 /// Settings of an [`IndexWriter`].
 #[derive(Clone, Debug)]
@@ -107,12 +109,14 @@ impl Shared {
     fn add(&self, builder: &mut Option<SegmentBuilder>, seq: u64, doc: &Document) {
         let b = builder.get_or_insert_with(|| SegmentBuilder::new(&self.schema));
         b.add(seq, doc);
-        if b.doc_count() % 64 == 0 && b.mem_bytes() >= self.budget_per_thread {
+        if b.doc_count() & 63 == 0 && b.mem_bytes() >= self.budget_per_thread {
             self.flush(builder.take().expect("builder"));
         }
     }
 }
 
+// One value per writer: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Workers {
     Inline(Option<SegmentBuilder>),
     Threads {
@@ -156,6 +160,11 @@ pub struct IndexWriter {
     nrt: Option<Arc<NrtSlot>>,
     /// Files of the newest commit point on disk (kept by clean-up).
     durable_files: HashSet<String>,
+    /// Merge in the background instead of inside `commit`.
+    background: bool,
+    running: Option<RunningMerge>,
+    /// A background merge that failed, reported by the next commit.
+    merge_error: Option<Error>,
 }
 
 fn acquire_lock(path: &Path) -> Result<FileLock> {
@@ -293,6 +302,9 @@ impl IndexWriter {
             view: None,
             nrt: None,
             durable_files,
+            background: false,
+            running: None,
+            merge_error: None,
         };
         // Files no commit references (a crashed or failed earlier run) are removed now.
         if let Err(e) = w.delete_unreferenced() {
@@ -401,6 +413,10 @@ impl IndexWriter {
     /// Deletes every document added so far that matches `query`. Returns the opstamp.
     pub fn delete_query(&mut self, query: &Query) -> Result<u64> {
         self.check_failure()?;
+        // Refuse a query that cannot run (unknown field, phrase on a keyword field) now, not at
+        // the next refresh or commit.
+        crate::search::Searcher::new(self.shared.schema.clone(), Arc::new(Vec::new()))
+            .matching_docs(query)?;
         let stamp = self.next_seq;
         self.deletes.push((DeleteOp::Query(query.clone()), stamp));
         Ok(stamp)
@@ -467,6 +483,7 @@ impl IndexWriter {
     /// Flushes in-memory segments, appends them to the current segments and applies pending
     /// deletions; then opens the new state for reading.
     fn flush_and_apply(&mut self) -> Result<()> {
+        self.install_merge(false)?;
         self.flush_all()?;
         let mut flushed: Vec<SegmentMeta> =
             std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
@@ -542,10 +559,18 @@ impl IndexWriter {
         let start = Instant::now();
         self.commit_only()?;
         let generation = self.commit.generation;
-        let merges = self.maybe_merge().map_err(|e| Error::MergeFailed {
+        let failed = |e| Error::MergeFailed {
             generation,
             source: Box::new(e),
-        })?;
+        };
+        if self.background {
+            if let Some(e) = self.merge_error.take() {
+                return Err(failed(e));
+            }
+            self.start_merge().map_err(failed)?;
+            return Ok(self.stats(0, start));
+        }
+        let merges = self.maybe_merge().map_err(failed)?;
         Ok(self.stats(merges, start))
     }
 
@@ -635,6 +660,9 @@ impl IndexWriter {
             );
         }
         keep.extend(held_files(dir.path()));
+        if let Some(r) = &self.running {
+            keep.extend(r.output_files());
+        }
         for name in dir.list()? {
             if deletes::is_index_file(&name) && !keep.contains(&name) {
                 let _ = dir.delete(&name);
@@ -671,13 +699,15 @@ impl IndexWriter {
         let readers: Vec<_> = picked.iter().map(|&i| view.segments()[i].clone()).collect();
         let live: Vec<_> = picked.iter().map(|&i| self.segs[i].live.clone()).collect();
         let name = self.shared.segment_name();
-        let result = merge_segments(
-            &*self.shared.dir,
-            &self.shared.schema,
-            &readers,
-            &live,
-            &name,
-        );
+        let result = failpoint::fail("merge-before-write").and_then(|()| {
+            merge_segments(
+                &*self.shared.dir,
+                &self.shared.schema,
+                &readers,
+                &live,
+                &name,
+            )
+        });
         let meta = match result {
             Ok(m) => m,
             Err(e) => {
@@ -729,6 +759,10 @@ impl IndexWriter {
     /// no segment keeps deleted documents.
     pub fn force_merge(&mut self, max_segments: usize) -> Result<CommitStats> {
         let start = Instant::now();
+        self.install_merge(true)?;
+        if let Some(e) = self.merge_error.take() {
+            return Err(e);
+        }
         self.commit_only()?;
         let max_segments = max_segments.max(1);
         let mut merges = 0;
@@ -764,6 +798,10 @@ impl Drop for IndexWriter {
             for h in handles.drain(..) {
                 let _ = h.join();
             }
+        }
+        if let Some(r) = self.running.take() {
+            // Wait for the merge thread; its output is not committed and goes with the rest.
+            let _ = r.install(&mut Vec::new());
         }
         // Uncommitted changes are dropped with the writer: remove their files (segments flushed
         // but never committed, e.g. by a failed run), unless a reader still holds them.

@@ -168,7 +168,7 @@ fn tiered_merge(
         let raw: u64 = picked.iter().map(|&i| segments[i].bytes).sum();
         let kept = bytes as f64 / raw.max(1) as f64;
         let score = skew * (bytes.max(1) as f64).powf(0.05) * kept * kept;
-        if best.as_ref().map_or(true, |(s, _)| score < *s) {
+        if !matches!(&best, Some((s, _)) if score >= *s) {
             best = Some((score, picked));
         }
     }

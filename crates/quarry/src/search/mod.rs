@@ -261,7 +261,7 @@ impl Searcher {
                 let two_phase = s.is_two_phase();
                 let mut d = s.doc();
                 while d != TERMINATED {
-                    if live.map_or(true, |l| l.is_live(d)) && (!two_phase || s.matches()) {
+                    if !matches!(live, Some(l) if !l.is_live(d)) && (!two_phase || s.matches()) {
                         docs.push(d);
                     }
                     d = s.next();

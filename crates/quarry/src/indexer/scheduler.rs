@@ -1,0 +1,191 @@
+//! When do merges run? The background merge scheduler: one merge at a time runs on its own
+//! thread while the writer keeps adding, deleting and refreshing; a finished merge replaces its
+//! sources in the writer's state, with the deletions made to them meanwhile carried over.
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use quarry_store::Directory;
+
+use super::deletes::SegState;
+use super::merge::{merge_with_maps, DocMap, NONE};
+use super::IndexWriter;
+use crate::codec::livedocs::LiveDocs;
+use crate::codec::meta::{SegmentMeta, SegmentRef};
+use crate::index::SegmentReader;
+use crate::schema::Schema;
+use crate::{Error, Result};
+
+type MergeOutput = Result<(SegmentMeta, Vec<DocMap>)>;
+
+/// A merge running on a background thread.
+pub(crate) struct RunningMerge {
+    /// The merged segments, by name.
+    sources: Vec<String>,
+    /// Their live documents when the merge started (what the merged segment holds).
+    live_at_start: Vec<Option<Arc<LiveDocs>>>,
+    doc_counts: Vec<u32>,
+    /// The segment being written.
+    name: String,
+    handle: JoinHandle<MergeOutput>,
+}
+
+impl RunningMerge {
+    /// Starts merging `readers` (with their current live documents) into segment `name`.
+    pub(crate) fn start(
+        dir: Arc<dyn Directory>,
+        schema: Schema,
+        readers: Vec<Arc<SegmentReader>>,
+        live: Vec<Option<Arc<LiveDocs>>>,
+        name: String,
+    ) -> Result<Self> {
+        let sources = readers.iter().map(|r| r.name().to_string()).collect();
+        let doc_counts = readers.iter().map(|r| r.doc_count()).collect();
+        let live_at_start = live.clone();
+        let target = name.clone();
+        let handle = std::thread::Builder::new()
+            .name("quarry-merge".into())
+            .spawn(move || merge_with_maps(&*dir, &schema, &readers, &live, &name))
+            .map_err(|e| Error::InvalidArgument(format!("could not start a merge thread: {e}")))?;
+        Ok(Self {
+            sources,
+            live_at_start,
+            doc_counts,
+            name: target,
+            handle,
+        })
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// The files the running merge writes (clean-up must leave them alone).
+    pub(crate) fn output_files(&self) -> Vec<String> {
+        SegmentRef {
+            name: self.name.clone(),
+            doc_count: 0,
+            del_gen: 0,
+            del_count: 0,
+        }
+        .files()
+    }
+
+    /// Waits for the merge and replaces its sources in `segs` by the merged segment, whose
+    /// live documents exclude every document deleted from a source since the merge started.
+    pub(crate) fn install(self, segs: &mut Vec<SegState>) -> Result<()> {
+        let (meta, maps) = self
+            .handle
+            .join()
+            .map_err(|_| Error::WriterPoisoned("a merge thread panicked".into()))??;
+        let mut live = LiveDocs::all_live(meta.doc_count);
+        let mut dirty = false;
+        for (k, name) in self.sources.iter().enumerate() {
+            // A source dropped meanwhile had every document deleted.
+            let now = segs
+                .iter()
+                .find(|s| &s.r.name == name)
+                .map(|s| s.live.clone());
+            let start = self.live_at_start[k].as_deref();
+            for d in 0..self.doc_counts[k] {
+                if start.is_some_and(|l| !l.is_live(d)) {
+                    continue;
+                }
+                let gone = match &now {
+                    None => true,
+                    Some(None) => false,
+                    Some(Some(l)) => !l.is_live(d),
+                };
+                let nd = maps[k].get(d);
+                if gone && nd != NONE && live.delete(nd) {
+                    dirty = true;
+                }
+            }
+        }
+        let pos = segs
+            .iter()
+            .position(|s| self.sources.contains(&s.r.name))
+            .unwrap_or(segs.len());
+        segs.retain(|s| !self.sources.contains(&s.r.name));
+        if live.live_count() > 0 {
+            segs.insert(
+                pos.min(segs.len()),
+                SegState {
+                    r: SegmentRef {
+                        name: meta.name.clone(),
+                        doc_count: meta.doc_count,
+                        del_gen: 0,
+                        del_count: 0,
+                    },
+                    live: dirty.then(|| Arc::new(live)),
+                    dirty,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+impl IndexWriter {
+    /// Runs the merge policy's merges on a background thread (one at a time) instead of inside
+    /// [`commit`](Self::commit): adds, deletes, refreshes and searches go on meanwhile. A
+    /// finished merge joins the writer's state at the next refresh or commit (deletions made to
+    /// its sources meanwhile are carried over) and becomes durable with the next commit.
+    pub fn set_background_merges(&mut self, on: bool) {
+        self.background = on;
+    }
+
+    /// Waits for the running background merge, if any, and installs it; returns how many merges
+    /// were installed (0 or 1). The result is searchable after the next refresh and durable
+    /// after the next commit.
+    pub fn wait_for_merges(&mut self) -> Result<usize> {
+        let n = self.install_merge(true)?;
+        if let Some(e) = self.merge_error.take() {
+            return Err(e);
+        }
+        Ok(n)
+    }
+
+    /// Installs the background merge if it finished (or, with `wait`, once it finishes). A
+    /// failed merge is kept for the next commit to report; its sources stay as they are.
+    pub(super) fn install_merge(&mut self, wait: bool) -> Result<usize> {
+        let Some(r) = self.running.take() else {
+            return Ok(0);
+        };
+        if !wait && !r.is_finished() {
+            self.running = Some(r);
+            return Ok(0);
+        }
+        match r.install(&mut self.segs) {
+            Ok(()) => Ok(1),
+            Err(e) => {
+                let _ = self.delete_unreferenced();
+                self.merge_error = Some(e);
+                Ok(0)
+            }
+        }
+    }
+
+    /// Starts the policy's next merge in the background, unless one is running.
+    pub(super) fn start_merge(&mut self) -> Result<()> {
+        if self.running.is_some() {
+            return Ok(());
+        }
+        let Some(picked) = self.opts.merge_policy.find_merge(&self.sizes()) else {
+            return Ok(());
+        };
+        let view = match &self.view {
+            Some(v) => v.clone(),
+            None => self.assemble()?,
+        };
+        let readers = picked.iter().map(|&i| view.segments()[i].clone()).collect();
+        let live = picked.iter().map(|&i| self.segs[i].live.clone()).collect();
+        self.running = Some(RunningMerge::start(
+            self.shared.dir.clone(),
+            self.shared.schema.clone(),
+            readers,
+            live,
+            self.shared.segment_name(),
+        )?);
+        Ok(())
+    }
+}
