@@ -3,11 +3,15 @@
 //! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
 //! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
 //! by `run`, usable by hand). See `bench/README.md`.
+// Argument doc comments are clap's `--help` text, printed as plain text: `<repo>` there is a
+// placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod charts;
 mod drivers;
 mod measure;
 mod orchestrator;
+mod parity;
 mod protocol;
 mod report;
 mod workload;

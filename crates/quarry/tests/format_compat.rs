@@ -29,7 +29,7 @@ fn v1_sample_opens_checks_and_answers() {
             .collect();
         assert_eq!(ids, vec![1, 2, 6]);
         assert!(
-            (r.top[0].score - 2.358_481_9).abs() < 1e-5,
+            (r.top[0].score - 2.358_482).abs() < 1e-5,
             "{}",
             r.top[0].score
         );
