@@ -4,6 +4,9 @@
 //! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
 //! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`). See
 //! `bench/README.md`.
+// Argument doc comments are clap's `--help` text, printed as plain text: `<repo>` there is a
+// placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod charts;
 mod drivers;
@@ -11,6 +14,7 @@ mod drivers;
 mod io_study;
 mod measure;
 mod orchestrator;
+mod parity;
 mod protocol;
 mod report;
 mod workload;

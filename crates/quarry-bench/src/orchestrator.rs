@@ -16,6 +16,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::measure;
+use crate::parity::Parity;
 use crate::workload::{self, Prepared};
 
 #[derive(Debug, Args)]
@@ -29,9 +30,14 @@ pub struct RunArgs {
     /// Smoke run (~2 minutes on W1): 1 indexing run per thread count, few iterations, W2 subsampled.
     #[arg(long)]
     pub quick: bool,
-    /// Where results go (default: <repo>/bench/results).
+    /// Where results go (default: <repo>/bench/results; with --quick <repo>/target/bench-quick, so
+    /// that a smoke run leaves the work tree clean).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Fail (exit non-zero, after writing the reports) when quarry's hit counts or top-10 ids differ
+    /// from Lucene's on any query; skipped, with a note, when Lucene cannot run here.
+    #[arg(long)]
+    pub check_parity: bool,
     /// Repository root (default: found from this crate's location or the current directory).
     #[arg(long)]
     pub repo: Option<PathBuf>,
@@ -406,12 +412,16 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Settings {
 
 pub fn run(args: RunArgs) -> Result<()> {
     let repo = find_repo(args.repo.clone())?;
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| repo.join("bench/results"));
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        if args.quick {
+            repo.join("target/bench-quick")
+        } else {
+            repo.join("bench/results")
+        }
+    });
     let tmp = repo.join("bench/results/tmp");
     std::fs::create_dir_all(&out_dir)?;
+    let mut parity_failures = Vec::new();
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -507,6 +517,32 @@ pub fn run(args: RunArgs) -> Result<()> {
             started.elapsed().as_secs_f64(),
             json_path.display(),
             md.display()
+        );
+        if args.check_parity {
+            match crate::parity::compare(&results, "quarry", "lucene") {
+                Parity::Same(n) => {
+                    eprintln!(
+                        "[{w}] parity: quarry and Lucene agree on all {n} (query, mode) pairs"
+                    )
+                }
+                Parity::Skipped(why) => eprintln!("[{w}] parity check skipped: {why}"),
+                Parity::Differs(n, diffs) => {
+                    eprintln!(
+                        "[{w}] parity: {} difference(s) between quarry and Lucene over {n} (query, mode) pairs:",
+                        diffs.len()
+                    );
+                    for d in diffs.iter().take(20) {
+                        eprintln!("  {d}");
+                    }
+                    parity_failures.push(format!("{w}: {} difference(s)", diffs.len()));
+                }
+            }
+        }
+    }
+    if !parity_failures.is_empty() {
+        bail!(
+            "quarry's answers differ from Lucene's ({}); see above and the reports",
+            parity_failures.join(", ")
         );
     }
     Ok(())
@@ -686,7 +722,15 @@ fn meta(
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        // Result files the run itself rewrites (W1's before W2's) do not make the code dirty.
+        .args([
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)bench/results",
+        ])
         .current_dir(repo)
         .output()
         .ok()

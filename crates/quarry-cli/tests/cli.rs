@@ -28,8 +28,7 @@ fn write_lines(path: &Path, lines: &[String]) {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
-    out
+    cmd.output().unwrap()
 }
 
 fn ok(cmd: &mut Command) -> String {

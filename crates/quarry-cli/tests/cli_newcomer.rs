@@ -235,10 +235,12 @@ fn byte_order_mark_on_line_one_is_accepted() {
 fn queries_may_start_with_a_minus_and_wording_is_right() {
     let t = tempfile::tempdir().unwrap();
     let idx = small_index(t.path());
+    // One argument holding a whole query, as a shell passes '-gas +oil'.
+    let query = "-gas +oil";
     let out = ok(quarry()
         .args(["search", "--default-field", "body", "--index"])
         .arg(&idx)
-        .arg("-gas +oil"));
+        .arg(query));
     assert!(out.starts_with("2 hits for"), "{out}");
     let out = ok(quarry().args(["search", "--index"]).arg(&idx).arg("wheat"));
     assert!(out.starts_with("1 hit for"), "{out}");

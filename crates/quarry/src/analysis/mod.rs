@@ -2,7 +2,7 @@
 //! indexed (and that queries are parsed into); token i has position i.
 //!
 //! The one analyzer today is `standard`, token-for-token identical to Apache Lucene 10's
-//! `StandardAnalyzer()` (see [`standard`]), so that quarry's index statistics and BM25 scores can
+//! `StandardAnalyzer()` (see [`StandardAnalyzer`]), so that quarry's index statistics and BM25 scores can
 //! match Lucene's.
 
 mod standard;

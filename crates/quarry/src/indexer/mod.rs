@@ -109,7 +109,7 @@ impl Shared {
     fn add(&self, builder: &mut Option<SegmentBuilder>, seq: u64, doc: &Document) {
         let b = builder.get_or_insert_with(|| SegmentBuilder::new(&self.schema));
         b.add(seq, doc);
-        if b.doc_count() & 63 == 0 && b.mem_bytes() >= self.budget_per_thread {
+        if b.doc_count().is_multiple_of(64) && b.mem_bytes() >= self.budget_per_thread {
             self.flush(builder.take().expect("builder"));
         }
     }

@@ -137,9 +137,7 @@ impl Impacts {
         for i in 0..MAX_IMPACTS {
             let p = self.pairs[i];
             let f = if i < self.len as usize {
-                u16::try_from(p.max_freq)
-                    .unwrap_or(FREQ_SATURATED)
-                    .min(FREQ_SATURATED)
+                u16::try_from(p.max_freq).unwrap_or(FREQ_SATURATED)
             } else {
                 0
             };

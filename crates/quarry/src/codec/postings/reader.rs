@@ -206,6 +206,8 @@ impl PostingsCursor {
     }
 
     /// Advances to the next document.
+    // A cursor, not an `Iterator`: it returns the new current doc, `TERMINATED` at the end.
+    #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> u32 {
         if self.doc == TERMINATED {

@@ -12,9 +12,9 @@ pub enum ParseErrorKind {
     Unsupported,
     /// A value out of range: an infinite boost, a negative slop, a bad `\u` escape.
     InvalidValue,
-    /// More nested parentheses than [`QueryParser::with_max_depth`] allows.
+    /// More nested parentheses than [`QueryParser::with_max_depth`](super::QueryParser::with_max_depth) allows.
     TooDeep,
-    /// A boolean query with more clauses than [`QueryParser::with_max_clause_count`] allows.
+    /// A boolean query with more clauses than [`QueryParser::with_max_clause_count`](super::QueryParser::with_max_clause_count) allows.
     TooManyClauses,
     /// A `field:` that the analysis does not know (only when unknown fields are rejected).
     UnknownField,
