@@ -35,4 +35,6 @@ pub use index::{check_index, CheckReport, Index};
 pub use indexer::{CommitStats, IndexWriter, MergePolicy, WriterOptions};
 pub use quarry_store::DirectoryKind;
 pub use schema::{FieldEntry, FieldType, Schema};
-pub use search::{Bm25, DocAddress, Hit, SearchMode, SearchResult, Searcher};
+pub use search::{
+    Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchResult, Searcher, TermStats,
+};

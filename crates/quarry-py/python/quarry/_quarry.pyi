@@ -1,0 +1,173 @@
+"""Type stubs of the native module ``quarry._quarry`` (re-exported by ``quarry``)."""
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from os import PathLike
+from typing import Any, Literal
+
+__version__: str
+
+Value = str | int | Sequence[str | int] | None
+Document = Mapping[str, Value]
+Mode = Literal["top", "top_count", "count"]
+Stats = dict[str, Any]
+
+class QuarryError(Exception):
+    """Base class of every error raised by quarry."""
+
+class QuarryIOError(QuarryError):
+    path: str | None
+
+class CorruptIndexError(QuarryError):
+    file: str
+
+class IndexVersionError(QuarryError):
+    file: str
+    found: int
+
+class IndexNotFoundError(QuarryError):
+    path: str
+
+class LockedError(QuarryError):
+    path: str
+
+class SchemaError(QuarryError): ...
+
+class DocumentError(QuarryError):
+    field: str
+
+class QueryError(QuarryError): ...
+
+class QuerySyntaxError(QueryError):
+    column: int
+    position: int
+    kind: str
+    expected: str
+    found: str
+    excerpt: str
+
+class UnknownFieldError(QueryError):
+    field: str
+    known: list[str]
+
+class InvalidArgumentError(QuarryError): ...
+class WriterError(QuarryError): ...
+
+class Schema:
+    """The fields of an index."""
+
+    @staticmethod
+    def from_json(text: str) -> Schema: ...
+    @staticmethod
+    def infer(docs: Iterable[Mapping[str, Any]]) -> Schema: ...
+    def to_json(self) -> str: ...
+    @property
+    def field_names(self) -> list[str]: ...
+    @property
+    def fields(self) -> list[dict[str, Any]]: ...
+    @property
+    def text_fields(self) -> list[str]: ...
+
+class SchemaBuilder:
+    """Builds a :class:`Schema` field by field."""
+
+    def __init__(self) -> None: ...
+    def add_text_field(
+        self, name: str, stored: bool = True, analyzer: str = "standard"
+    ) -> SchemaBuilder: ...
+    def add_keyword_field(self, name: str) -> SchemaBuilder: ...
+    def add_integer_field(self, name: str) -> SchemaBuilder: ...
+    def build(self) -> Schema: ...
+
+class Index:
+    """A quarry index in a directory."""
+
+    @staticmethod
+    def create(path: str | PathLike[str], schema: Schema, overwrite: bool = False) -> Index: ...
+    @staticmethod
+    def open(path: str | PathLike[str]) -> Index: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def schema(self) -> Schema: ...
+    @property
+    def num_docs(self) -> int: ...
+    def writer(self, threads: int | None = None, memory_mb: int | None = None) -> IndexWriter: ...
+    def reader(self) -> IndexReader: ...
+    def searcher(self) -> Searcher: ...
+
+class IndexReader:
+    """A point-in-time view of an index that :meth:`reload` moves to the newest commit."""
+
+    def searcher(self) -> Searcher: ...
+    def reload(self) -> bool: ...
+    @property
+    def generation(self) -> int: ...
+
+class IndexWriter:
+    """Adds documents; a context manager that commits on success."""
+
+    def add(self, doc: Document) -> None: ...
+    def add_many(self, docs: Iterable[Document], batch_size: int = 1024) -> int: ...
+    def commit(self) -> dict[str, Any]: ...
+    def force_merge(self, max_segments: int = 1) -> None: ...
+    def rollback(self) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def schema(self) -> Schema: ...
+    def __enter__(self) -> IndexWriter: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
+
+class Query:
+    """A parsed query; ``str()`` gives Lucene's rendering."""
+
+class Hit:
+    score: float
+    doc: tuple[int, int]
+    seq: int
+    fields: dict[str, Any]
+    shard: int | None
+    def __init__(
+        self,
+        score: float,
+        doc: tuple[int, int],
+        seq: int,
+        fields: dict[str, Any] | None = None,
+        shard: int | None = None,
+    ) -> None: ...
+
+class SearchResult:
+    hits: list[Hit]
+    count: int
+    count_exact: bool
+    def __init__(self, hits: list[Hit], count: int, count_exact: bool = True) -> None: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Hit: ...
+    def __iter__(self) -> Iterator[Hit]: ...
+
+class Searcher:
+    """Searches one point-in-time view of an index; releases the GIL while working."""
+
+    def parse(self, query: str, default_fields: Sequence[str] | None = None) -> Query: ...
+    def search(
+        self,
+        query: str | Query,
+        limit: int = 10,
+        mode: Mode = "top_count",
+        fields: Sequence[str] | None = None,
+        default_fields: Sequence[str] | None = None,
+        stats: Stats | None = None,
+    ) -> SearchResult: ...
+    def count(self, query: str | Query, default_fields: Sequence[str] | None = None) -> int: ...
+    def doc(self, address: tuple[int, int]) -> dict[str, Any]: ...
+    def docs(
+        self, addresses: Sequence[tuple[int, int]], fields: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]: ...
+    def collection_stats(
+        self, query: str | Query, default_fields: Sequence[str] | None = None
+    ) -> Stats: ...
+    @property
+    def num_docs(self) -> int: ...
+    @property
+    def num_segments(self) -> int: ...
+    @property
+    def schema(self) -> Schema: ...
