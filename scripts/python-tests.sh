@@ -14,6 +14,8 @@ VENV=target/pyvenv
 if [[ ! -x "$VENV/bin/python" ]]; then
   "${PYTHON:-python3}" -m venv "$VENV"
 fi
+# Tools of the venv (maturin) first on PATH, as an activated venv would have them.
+export VIRTUAL_ENV="$PWD/$VENV" PATH="$PWD/$VENV/bin:$PATH"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -r crates/quarry-py/requirements-test.txt
 # --no-build-isolation: use the pinned maturin of the venv instead of fetching one per build.

@@ -61,7 +61,7 @@ def test_inferred_schema_and_reload(local_ray, reuters_docs, tmp_path):
     build_sharded(src, tmp_path / "s", shards=3)
     schema = json.loads((tmp_path / "s" / "shards.json").read_text())["schema"]
     assert [(f["name"], f["type"]) for f in schema["fields"]] == [
-        ("id", "integer"), ("title", "text"), ("body", "text")
+        ("body", "text"), ("id", "integer"), ("title", "text")
     ]
     with ShardedSearcher(tmp_path / "s") as s:
         before = s.count("zebra")
