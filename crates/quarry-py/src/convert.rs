@@ -1,7 +1,7 @@
 //! How do Python values become documents, and stored fields Python values?
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 use quarry::{Document, FieldValue, Schema};
 use serde_json::{Map, Value};
 
@@ -17,13 +17,9 @@ fn document_error(py: Python<'_>, field: &str, reason: String) -> PyErr {
     )
 }
 
-fn scalar(py: Python<'_>, field: &str, v: &Bound<'_, PyAny>) -> PyResult<FieldValue> {
-    if v.is_instance_of::<PyBool>() {
-        return Err(document_error(
-            py,
-            field,
-            "booleans are not supported: use an integer or a string".into(),
-        ));
+pub(crate) fn scalar(py: Python<'_>, field: &str, v: &Bound<'_, PyAny>) -> PyResult<FieldValue> {
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(FieldValue::Bool(b.is_true()));
     }
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(FieldValue::Str(s.to_str()?.to_string()));
@@ -31,11 +27,14 @@ fn scalar(py: Python<'_>, field: &str, v: &Bound<'_, PyAny>) -> PyResult<FieldVa
     if let Ok(i) = v.extract::<i64>() {
         return Ok(FieldValue::Int(i));
     }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return Ok(FieldValue::Float(f.value()));
+    }
     let ty = v.get_type().name()?.to_string();
     Err(document_error(
         py,
         field,
-        format!("expected a string or an integer (or a list of them), found {ty}"),
+        format!("expected a string, integer, float or boolean (or a list of them), found {ty}"),
     ))
 }
 

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyType};
-use quarry::codec::meta::CommitPoint;
-use quarry::{Document, Index, IndexWriter, Schema, WriterOptions};
+use pyo3::exceptions::PyTypeError;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use quarry::{Document, Index, IndexReader, IndexWriter, Schema, WriterOptions};
 
 use crate::schema::PySchema;
 use crate::search::PySearcher;
-use crate::{convert, detached};
+use crate::{convert, detached, errors};
 
 /// A quarry index in a directory.
 ///
@@ -55,11 +55,11 @@ impl PyIndex {
     #[staticmethod]
     fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let p = path.clone();
-        let index = detached(py, move || Index::open(&p))?;
+        let reader = detached(py, move || IndexReader::open(&p))?;
         Ok(Self {
             path,
-            schema: index.schema().clone(),
-            reader: PyIndexReader::from_index(index),
+            schema: reader.index().schema().clone(),
+            reader: PyIndexReader { inner: reader },
         })
     }
 
@@ -101,6 +101,7 @@ impl PyIndex {
         let w = detached(py, move || IndexWriter::open(&p, opts))?;
         Ok(PyIndexWriter {
             schema: w.schema().clone(),
+            parser: PySearcher::new(self.reader.inner.searcher()),
             inner: Mutex::new(Some(w)),
         })
     }
@@ -108,8 +109,8 @@ impl PyIndex {
     /// A new reader of this index (its own point-in-time view; see :meth:`IndexReader.reload`).
     fn reader(&self, py: Python<'_>) -> PyResult<PyIndexReader> {
         let p = self.path.clone();
-        let index = detached(py, move || Index::open(&p))?;
-        Ok(PyIndexReader::from_index(index))
+        let inner = detached(py, move || IndexReader::open(&p))?;
+        Ok(PyIndexReader { inner })
     }
 
     /// A searcher over the latest commit (the index's own reader is reloaded first if a newer
@@ -119,10 +120,10 @@ impl PyIndex {
         Ok(self.reader.searcher())
     }
 
-    /// Number of documents in the commit the index's reader sees.
+    /// Number of live (not deleted) documents in the commit the index's reader sees.
     #[getter]
     fn num_docs(&self) -> u64 {
-        self.reader.current().doc_count()
+        self.reader.current().live_doc_count()
     }
 
     fn __repr__(&self) -> String {
@@ -130,22 +131,17 @@ impl PyIndex {
     }
 }
 
-/// A point-in-time view of an index that can move to the newest commit with :meth:`reload`.
-/// Searchers taken from it keep their view (and their files) while they live.
+/// A point-in-time view of an index that can move to the newest commit (or, for a reader from
+/// :meth:`IndexWriter.reader`, to the writer's refreshed state) with :meth:`reload`. Searchers
+/// taken from it keep their view (and their files) while they live.
 #[pyclass(name = "IndexReader", module = "quarry", frozen)]
 pub struct PyIndexReader {
-    index: Mutex<Index>,
+    inner: IndexReader,
 }
 
 impl PyIndexReader {
-    fn from_index(index: Index) -> Self {
-        Self {
-            index: Mutex::new(index),
-        }
-    }
-
     fn current(&self) -> Index {
-        self.index.lock().expect("reader").clone()
+        self.inner.index()
     }
 }
 
@@ -153,33 +149,20 @@ impl PyIndexReader {
 impl PyIndexReader {
     /// A searcher over the reader's current view (cheap).
     pub(crate) fn searcher(&self) -> PySearcher {
-        PySearcher::new(self.current().searcher())
+        PySearcher::new(self.inner.searcher())
     }
 
-    /// Moves the reader to the index's newest commit; returns whether it changed.
+    /// Moves the reader to the newest commit (reusing unchanged segments); returns whether
+    /// its view changed.
     pub(crate) fn reload(&self, py: Python<'_>) -> PyResult<bool> {
-        detached(py, || {
-            let mut cur = self.index.lock().expect("reader");
-            let path = cur.directory().path().to_path_buf();
-            // The newest generation from the file names (cheap); open only when it moved.
-            let newest = cur
-                .directory()
-                .list()?
-                .iter()
-                .filter_map(|n| CommitPoint::parse_name(n))
-                .max();
-            if newest.is_none_or(|g| g <= cur.commit().generation) {
-                return Ok(false);
-            }
-            *cur = Index::open(&path)?;
-            Ok(true)
-        })
+        let r = self.inner.clone();
+        detached(py, move || r.reload())
     }
 
     /// Generation of the commit the reader sees.
     #[getter]
     fn generation(&self) -> u64 {
-        self.current().commit().generation
+        self.inner.generation()
     }
 }
 
@@ -190,6 +173,8 @@ impl PyIndexReader {
 #[pyclass(name = "IndexWriter", module = "quarry", frozen)]
 pub struct PyIndexWriter {
     schema: Schema,
+    /// Parses the query strings of `delete` (only the schema is used).
+    parser: PySearcher,
     inner: Mutex<Option<IndexWriter>>,
 }
 
@@ -220,10 +205,65 @@ impl PyIndexWriter {
 
 #[pymethods]
 impl PyIndexWriter {
-    /// Adds one document (visible to searchers after :meth:`commit`).
-    fn add(&self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds one document (visible to searchers after :meth:`commit`, or :meth:`refresh` for
+    /// readers from :meth:`reader`). Returns its sequence number (opstamp).
+    fn add(&self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<u64> {
         let d = convert::document(&self.schema, doc)?;
-        self.add_batch(py, vec![d])
+        self.with(py, move |w| w.add_document(d))
+    }
+
+    /// Replaces, atomically, the documents whose field ``key`` has the value ``doc[key]`` by
+    /// ``doc`` (an upsert: adds ``doc`` when none has that key). Returns the opstamp.
+    fn update(&self, py: Python<'_>, key: &str, doc: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let value = doc
+            .get_item(key)
+            .map_err(|_| {
+                errors::to_py(
+                    py,
+                    quarry::Error::Document {
+                        field: key.to_string(),
+                        reason: "the document lacks its key field".into(),
+                    },
+                )
+            })?;
+        let value = convert::scalar(py, key, &value)?;
+        let d = convert::document(&self.schema, doc)?;
+        let key = key.to_string();
+        self.with(py, move |w| w.update_document(&key, &value, d))
+    }
+
+    /// Deletes documents: ``(field, value)`` deletes those whose field has exactly that value;
+    /// a query string (Lucene syntax, default fields: all text fields) or a :class:`Query`
+    /// deletes its matches. Takes effect at the next commit or refresh. Returns the opstamp.
+    fn delete(&self, py: Python<'_>, what: &Bound<'_, PyAny>) -> PyResult<u64> {
+        if let Ok(t) = what.cast::<PyTuple>() {
+            if t.len() != 2 {
+                return Err(PyTypeError::new_err("delete takes (field, value), a query string or a Query"));
+            }
+            let field: String = t.get_item(0)?.extract()?;
+            let value = convert::scalar(py, &field, &t.get_item(1)?)?;
+            return self.with(py, move |w| w.delete_term(&field, &value));
+        }
+        let q = self.parser.resolve(py, what, None)?;
+        self.with(py, move |w| w.delete_query(&q))
+    }
+
+    /// Deletes every document (at the next commit or refresh). Returns the opstamp.
+    fn delete_all(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |w| w.delete_all())
+    }
+
+    /// Makes the changes so far visible to readers from :meth:`reader` (near-real-time), without
+    /// a durable commit.
+    fn refresh(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |w| w.refresh())
+    }
+
+    /// A near-real-time reader: it sees this writer's changes after each :meth:`refresh` (call
+    /// its ``reload()``), before they are committed.
+    fn reader(&self, py: Python<'_>) -> PyResult<PyIndexReader> {
+        let inner = self.with(py, |w| w.reader())?;
+        Ok(PyIndexReader { inner })
     }
 
     /// Adds every document of ``docs`` (any iterable, e.g. a generator reading a file),

@@ -113,11 +113,7 @@ impl PySchema {
 }
 
 fn type_name(t: FieldType) -> &'static str {
-    match t {
-        FieldType::Text => "text",
-        FieldType::Keyword => "keyword",
-        FieldType::Integer => "integer",
-    }
+    t.name()
 }
 
 /// Builds a :class:`Schema` field by field; each ``add_*`` method returns the builder.
@@ -170,6 +166,18 @@ impl PySchemaBuilder {
     /// An integer field (i64, always stored, searchable as an exact term: ``id:42``).
     fn add_integer_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
         slf.push(name, FieldType::Integer, true, "standard");
+        slf
+    }
+
+    /// A boolean field (stored, searchable as ``flag:true``).
+    fn add_boolean_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Boolean, true, "standard");
+        slf
+    }
+
+    /// A float field (f64, stored).
+    fn add_float_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Float, true, "standard");
         slf
     }
 

@@ -191,7 +191,7 @@ impl PySearcher {
         Ok(q)
     }
 
-    fn resolve(
+    pub(crate) fn resolve(
         &self,
         py: Python<'_>,
         query: &Bound<'_, PyAny>,
