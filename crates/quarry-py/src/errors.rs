@@ -211,11 +211,9 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Query(_) => QueryError::new_err(msg),
         Error::Parse(pe) => parse_error(py, &pe),
         Error::UnknownField { field, known } => unknown_field(py, &field, known),
-        Error::Locked { path } => with_attrs(
-            py,
-            LockedError::new_err(msg),
-            &[("path", obj(py, path))],
-        ),
+        Error::Locked { path } => {
+            with_attrs(py, LockedError::new_err(msg), &[("path", obj(py, path))])
+        }
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
         Error::WriterPoisoned(_) => WriterError::new_err(msg),
         _ => QuarryError::new_err(msg),

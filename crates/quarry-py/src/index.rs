@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use pyo3::prelude::*;
 use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use quarry::{Document, Index, IndexReader, IndexWriter, Schema, WriterOptions};
 
@@ -215,17 +215,15 @@ impl PyIndexWriter {
     /// Replaces, atomically, the documents whose field ``key`` has the value ``doc[key]`` by
     /// ``doc`` (an upsert: adds ``doc`` when none has that key). Returns the opstamp.
     fn update(&self, py: Python<'_>, key: &str, doc: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let value = doc
-            .get_item(key)
-            .map_err(|_| {
-                errors::to_py(
-                    py,
-                    quarry::Error::Document {
-                        field: key.to_string(),
-                        reason: "the document lacks its key field".into(),
-                    },
-                )
-            })?;
+        let value = doc.get_item(key).map_err(|_| {
+            errors::to_py(
+                py,
+                quarry::Error::Document {
+                    field: key.to_string(),
+                    reason: "the document lacks its key field".into(),
+                },
+            )
+        })?;
         let value = convert::scalar(py, key, &value)?;
         let d = convert::document(&self.schema, doc)?;
         let key = key.to_string();
@@ -238,7 +236,9 @@ impl PyIndexWriter {
     fn delete(&self, py: Python<'_>, what: &Bound<'_, PyAny>) -> PyResult<u64> {
         if let Ok(t) = what.cast::<PyTuple>() {
             if t.len() != 2 {
-                return Err(PyTypeError::new_err("delete takes (field, value), a query string or a Query"));
+                return Err(PyTypeError::new_err(
+                    "delete takes (field, value), a query string or a Query",
+                ));
             }
             let field: String = t.get_item(0)?.extract()?;
             let value = convert::scalar(py, &field, &t.get_item(1)?)?;
