@@ -38,4 +38,6 @@ pub use quarry_store::DirectoryKind;
 pub use query::ParseError;
 pub use reader::{IndexReader, ReloadPolicy};
 pub use schema::{FieldEntry, FieldType, Schema};
-pub use search::{Bm25, DocAddress, Hit, SearchMode, SearchResult, Searcher};
+pub use search::{
+    Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchResult, Searcher, TermStats,
+};

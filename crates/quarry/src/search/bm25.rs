@@ -20,7 +20,7 @@ impl Default for Bm25 {
 }
 
 /// Collection statistics of a field, summed over segments.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FieldStats {
     pub doc_count: u64,
     pub sum_total_term_freq: u64,

@@ -4,6 +4,7 @@ pub mod bm25;
 pub mod collector;
 mod phrase;
 pub mod scorer;
+pub mod stats;
 mod union;
 pub mod weight;
 
@@ -14,6 +15,7 @@ use serde_json::{Map, Value};
 pub use bm25::{Bm25, FieldStats};
 pub use collector::{AllLive, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
 use scorer::{Scorer, TERMINATED};
+pub use stats::{CollectionStats, TermStats};
 use weight::{Context, Weight};
 
 use crate::codec::livedocs::LiveDocs;
@@ -68,6 +70,8 @@ pub struct Searcher {
     stats: Arc<Vec<FieldStats>>,
     norm_caches: Arc<Vec<Arc<[f32; 256]>>>,
     bm25: Bm25,
+    /// Statistics supplied by [`Searcher::with_collection_stats`] (see [`stats`]).
+    global: Option<Arc<CollectionStats>>,
 }
 
 /// Analysis for the query parser, from the schema: text fields through their analyzer, keyword
@@ -133,6 +137,7 @@ impl Searcher {
             stats: Arc::new(stats),
             norm_caches,
             bm25,
+            global: None,
         }
     }
 
@@ -209,6 +214,7 @@ impl Searcher {
             stats: &self.stats,
             norm_caches: &self.norm_caches,
             bm25: self.bm25,
+            global: self.global.as_deref(),
         };
         let weight = Weight::build(query, &ctx, 1.0)?;
         let mut top = TopK::new(if mode == SearchMode::Count { 0 } else { k });
@@ -251,6 +257,7 @@ impl Searcher {
             stats: &self.stats,
             norm_caches: &self.norm_caches,
             bm25: self.bm25,
+            global: self.global.as_deref(),
         };
         let weight = Weight::build(query, &ctx, 1.0)?;
         let mut out = Vec::with_capacity(self.segments.len());

@@ -7,6 +7,7 @@ use quarry_store::Bytes;
 use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
+use super::stats::CollectionStats;
 use crate::codec::postings::TermInfo;
 use crate::index::SegmentReader;
 use crate::query::ast::{Occur, Query};
@@ -53,6 +54,8 @@ pub struct Context<'a> {
     pub stats: &'a [FieldStats],
     pub norm_caches: &'a [Arc<[f32; 256]>],
     pub bm25: Bm25,
+    /// Supplied collection statistics (a shard scored as part of a larger index).
+    pub global: Option<&'a CollectionStats>,
 }
 
 impl Context<'_> {
@@ -69,7 +72,21 @@ impl Context<'_> {
                 df += u64::from(info.doc_freq);
             }
         }
-        Ok(df)
+        self.scoring_doc_freq(field, term, df)
+    }
+
+    /// The document frequency to score with: the supplied one when statistics were supplied
+    /// (an error if they lack the term), else `local`.
+    fn scoring_doc_freq(&self, field: u32, term: &str, local: u64) -> Result<u64> {
+        let Some(g) = self.global else {
+            return Ok(local);
+        };
+        let name = &self.schema.field(field).name;
+        g.doc_freq(name, term).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "supplied collection statistics lack term {name}:{term}; gather them for this query"
+            ))
+        })
     }
 }
 
@@ -88,6 +105,7 @@ impl Weight {
                 if df == 0 {
                     return Ok(Weight::Nothing);
                 }
+                let df = ctx.scoring_doc_freq(f, term, df)?;
                 let stats = &ctx.stats[f as usize];
                 let sim = SimScorer::with_cache(
                     boost,

@@ -1,0 +1,321 @@
+"""Scale-out on Ray: a sharded quarry index whose answers are exactly those of one big index.
+
+* :func:`build_sharded` indexes JSON Lines files into ``shards`` quarry indexes under one
+  directory, one Ray task per shard, all running in parallel. Shard ``i`` gets the ``i``-th
+  contiguous run of input lines, so shard order followed by in-shard order is input order.
+* :class:`ShardedSearcher` starts one Ray actor per shard (each holding that shard's reader)
+  and searches them the way Elasticsearch's ``dfs_query_then_fetch`` does, always:
+
+  1. *dfs*: every shard reports the collection statistics the query's scores depend on (term
+     document frequencies, field document counts and token counts); they are summed;
+  2. *query*: every shard scores with the summed statistics (so a document's score is exactly
+     its score in one index holding all shards) and returns its top ``limit`` without fields;
+  3. the per-shard lists are merged by score (ties: lower shard, then shard order, i.e. input
+     order, as one index would break them);
+  4. *fetch*: the stored fields of the winners are read from their shards.
+
+Requires the ``ray`` package (``pip install ray``). ``ray.init`` is called with defaults when
+Ray is not yet initialized.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import ray
+
+import quarry
+
+MANIFEST = "shards.json"
+INFER_LINES = 1000  # lines read to infer a schema, as the CLI does
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    """A text reader of a JSON Lines file, plain, ``.gz`` or ``.zst`` (needs ``zstandard``)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    if path.suffix == ".zst":
+        try:
+            import zstandard
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise quarry.InvalidArgumentError(
+                f"{path}: reading .zst input needs the zstandard package (pip install zstandard)"
+            ) from e
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
+        return io.TextIOWrapper(raw, encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _lines(inputs: Sequence[Path]) -> Iterator[str]:
+    """Non-blank lines of all inputs, in order."""
+    for p in inputs:
+        with _open_text(p) as f:
+            for line in f:
+                if line.strip():
+                    yield line
+
+
+def _docs(inputs: Sequence[Path], start: int, end: int) -> Iterator[dict[str, Any]]:
+    """Documents of lines ``[start, end)`` of the inputs (blank lines not counted)."""
+    for n, line in enumerate(_lines(inputs)):
+        if n >= end:
+            return
+        if n >= start:
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise quarry.DocumentError(
+                    f"input line {n + 1}, column {e.colno}: malformed JSON: {e.msg}"
+                ) from e
+
+
+def _infer_schema(inputs: Sequence[Path]) -> quarry.Schema:
+    samples = []
+    for line in _lines(inputs):
+        samples.append(json.loads(line))
+        if len(samples) >= INFER_LINES:
+            break
+    if not samples:
+        raise quarry.InvalidArgumentError("no documents to infer a schema from")
+    return quarry.Schema.infer(samples)
+
+
+@ray.remote
+def _build_shard(
+    inputs: list[str],
+    shard_path: str,
+    schema_json: str,
+    start: int,
+    end: int,
+    threads: int,
+    memory_mb: int,
+) -> dict[str, Any]:
+    import time
+
+    t0 = time.perf_counter()
+    schema = quarry.Schema.from_json(schema_json)
+    index = quarry.Index.create(shard_path, schema, overwrite=True)
+    with index.writer(threads=threads, memory_mb=memory_mb) as w:
+        n = w.add_many(_docs([Path(p) for p in inputs], start, end))
+    return {"path": shard_path, "docs": n, "seconds": time.perf_counter() - t0}
+
+
+def _ensure_ray() -> None:
+    if not ray.is_initialized():
+        ray.init()
+
+
+def build_sharded(
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    path: str | os.PathLike[str],
+    shards: int = 2,
+    schema: quarry.Schema | None = None,
+    threads_per_shard: int = 1,
+    memory_mb: int = 256,
+) -> dict[str, Any]:
+    """Indexes JSON Lines ``inputs`` into ``shards`` quarry indexes under ``path``.
+
+    Each shard (``path/shard-000``, ...) is a normal quarry index built by its own Ray task;
+    the tasks run in parallel. Without ``schema`` it is inferred from the first 1000 lines, as
+    the CLI does. Writes ``path/shards.json`` (the manifest :class:`ShardedSearcher` reads) and
+    returns it: ``{"shards": [{"path", "docs", "seconds"}], "schema": ..., "docs": total}``.
+    """
+    if shards < 1:
+        raise quarry.InvalidArgumentError(f"shards must be at least 1, got {shards}")
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    files = [Path(p) for p in inputs]
+    for f in files:
+        if not f.is_file():
+            raise quarry.QuarryIOError(f"input {f} is not a file")
+    if schema is None:
+        schema = _infer_schema(files)
+    total = sum(1 for _ in _lines(files))
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    _ensure_ray()
+    bounds = [(i * total // shards, (i + 1) * total // shards) for i in range(shards)]
+    tasks = [
+        _build_shard.remote(
+            [str(f) for f in files],
+            str(root / f"shard-{i:03d}"),
+            schema.to_json(),
+            start,
+            end,
+            threads_per_shard,
+            memory_mb,
+        )
+        for i, (start, end) in enumerate(bounds)
+    ]
+    built = ray.get(tasks)
+    manifest = {
+        "shards": [
+            {"path": os.path.relpath(b["path"], root), "docs": b["docs"], "seconds": b["seconds"]}
+            for b in built
+        ],
+        "schema": json.loads(schema.to_json()),
+        "docs": sum(b["docs"] for b in built),
+    }
+    tmp = root / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1))
+    tmp.replace(root / MANIFEST)
+    return manifest
+
+
+@ray.remote
+class ShardActor:
+    """Holds one shard's reader; answers the three phases of a sharded search."""
+
+    def __init__(self, path: str) -> None:
+        self.reader = quarry.Index.open(path).reader()
+        self.searcher = self.reader.searcher()
+
+    def reload(self) -> bool:
+        changed = self.reader.reload()
+        self.searcher = self.reader.searcher()
+        return changed
+
+    def collection_stats(self, query: str, default_fields: list[str] | None) -> dict[str, Any]:
+        return self.searcher.collection_stats(query, default_fields=default_fields)
+
+    def query(
+        self,
+        query: str,
+        limit: int,
+        mode: str,
+        default_fields: list[str] | None,
+        stats: dict[str, Any] | None,
+    ) -> tuple[int, bool, list[tuple[float, tuple[int, int], int]]]:
+        r = self.searcher.search(
+            query, limit=limit, mode=mode, fields=[], default_fields=default_fields, stats=stats
+        )
+        return r.count, r.count_exact, [(h.score, h.doc, h.seq) for h in r.hits]
+
+    def count(self, query: str, default_fields: list[str] | None) -> int:
+        return self.searcher.count(query, default_fields=default_fields)
+
+    def fetch(
+        self, addresses: list[tuple[int, int]], fields: list[str] | None
+    ) -> list[dict[str, Any]]:
+        return self.searcher.docs(addresses, fields=fields)
+
+    def num_docs(self) -> int:
+        return self.searcher.num_docs
+
+
+class ShardedSearcher:
+    """Searches the shards built by :func:`build_sharded` with one Ray actor per shard.
+
+    :meth:`search` and :meth:`count` take the same arguments and return the same types as
+    :class:`quarry.Searcher` (query strings only), with exactly the counts and scores of one
+    index holding all shards; hits carry ``shard``. Use as a context manager, or call
+    :meth:`close`, to stop the actors.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], actor_options: dict[str, Any] | None = None):
+        root = Path(path)
+        try:
+            manifest = json.loads((root / MANIFEST).read_text())
+        except FileNotFoundError as e:
+            raise quarry.IndexNotFoundError(
+                f"no sharded index in {root}: {MANIFEST} is missing (build it with build_sharded)"
+            ) from e
+        _ensure_ray()
+        opts = {"num_cpus": 0}
+        opts.update(actor_options or {})
+        self.path = root
+        self.manifest = manifest
+        self.actors = [
+            ShardActor.options(**opts).remote(str(root / s["path"])) for s in manifest["shards"]
+        ]
+        # Fail here, not on the first query, when a shard cannot be opened.
+        ray.get([a.num_docs.remote() for a in self.actors])
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.actors)
+
+    @property
+    def num_docs(self) -> int:
+        return sum(ray.get([a.num_docs.remote() for a in self.actors]))
+
+    def collection_stats(
+        self, query: str, default_fields: list[str] | None = None
+    ) -> dict[str, Any]:
+        """The statistics of all shards for ``query``, summed (the *dfs* phase)."""
+        return quarry.merge_stats(
+            ray.get([a.collection_stats.remote(query, default_fields) for a in self.actors])
+        )
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: str = "top_count",
+        fields: list[str] | None = None,
+        default_fields: list[str] | None = None,
+    ) -> quarry.SearchResult:
+        """``dfs_query_then_fetch``: statistics from all shards, every shard scored with their
+        sum, per-shard top ``limit`` merged by score, stored fields fetched for the winners."""
+        if not isinstance(query, str):
+            raise TypeError("a sharded search takes a query string")
+        stats = None if mode == "count" else self.collection_stats(query, default_fields)
+        answers = ray.get(
+            [a.query.remote(query, limit, mode, default_fields, stats) for a in self.actors]
+        )
+        count = sum(a[0] for a in answers)
+        exact = all(a[1] for a in answers)
+        merged = sorted(
+            (
+                (-score, shard, rank, doc, seq)
+                for shard, (_, _, hits) in enumerate(answers)
+                for rank, (score, doc, seq) in enumerate(hits)
+            ),
+        )[:limit]
+        fetched: dict[int, list[dict[str, Any]]] = {}
+        if merged and (fields is None or fields):
+            by_shard: dict[int, list[tuple[int, int]]] = {}
+            for _, shard, _, doc, _ in merged:
+                by_shard.setdefault(shard, []).append(doc)
+            shard_ids = sorted(by_shard)
+            docs = ray.get(
+                [self.actors[s].fetch.remote(by_shard[s], fields) for s in shard_ids]
+            )
+            fetched = {s: list(d) for s, d in zip(shard_ids, docs)}
+        hits = []
+        taken: dict[int, int] = {}
+        for neg_score, shard, _, doc, seq in merged:
+            i = taken.get(shard, 0)
+            taken[shard] = i + 1
+            f = fetched[shard][i] if shard in fetched else {}
+            hits.append(quarry.Hit(-neg_score, tuple(doc), seq, f, shard))
+        return quarry.SearchResult(hits, count, exact)
+
+    def count(self, query: str, default_fields: list[str] | None = None) -> int:
+        """The exact number of matches over all shards."""
+        return sum(ray.get([a.count.remote(query, default_fields) for a in self.actors]))
+
+    def reload(self) -> bool:
+        """Moves every shard to its newest commit; returns whether any changed."""
+        return any(ray.get([a.reload.remote() for a in self.actors]))
+
+    def close(self) -> None:
+        """Stops the shard actors."""
+        for a in self.actors:
+            ray.kill(a)
+        self.actors = []
+
+    def __enter__(self) -> ShardedSearcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["build_sharded", "ShardedSearcher", "ShardActor", "MANIFEST"]

@@ -1,0 +1,192 @@
+//! What fields do documents have? `Schema` and `SchemaBuilder` for Python.
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use quarry::{FieldEntry, FieldType, Schema};
+
+use crate::errors;
+
+/// The fields of an index: name, type (``"text"``, ``"keyword"``, ``"integer"``), whether the
+/// value is stored (returned with hits) and the analyzer of text fields.
+///
+/// Build one with :class:`SchemaBuilder`, :meth:`Schema.from_json` or :meth:`Schema.infer`.
+#[pyclass(name = "Schema", module = "quarry", frozen)]
+#[derive(Clone)]
+pub struct PySchema {
+    pub(crate) inner: Schema,
+}
+
+#[pymethods]
+impl PySchema {
+    /// Parses the JSON schema format: ``{"fields": [{"name": "body", "type": "text",
+    /// "stored": true}]}``.
+    #[staticmethod]
+    fn from_json(py: Python<'_>, text: &str) -> PyResult<Self> {
+        Schema::from_json(text)
+            .map(|inner| Self { inner })
+            .map_err(|e| errors::to_py(py, e))
+    }
+
+    /// Infers a schema from sample documents as the CLI does: strings (and lists of strings)
+    /// become stored text fields, integers integer fields.
+    #[staticmethod]
+    fn infer(py: Python<'_>, docs: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut maps = Vec::new();
+        for d in docs.try_iter()? {
+            let text = crate::convert::json_dumps(&d?)?;
+            let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+                .map_err(|e| {
+                    errors::to_py(
+                        py,
+                        quarry::Error::Json {
+                            column: e.column(),
+                            reason: format!("a sample document is not a JSON object: {e}"),
+                        },
+                    )
+                })?;
+            maps.push(v);
+        }
+        Schema::infer(maps.iter())
+            .map(|inner| Self { inner })
+            .map_err(|e| errors::to_py(py, e))
+    }
+
+    /// The JSON form of this schema (what :meth:`from_json` reads).
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// Field names, in declaration order.
+    #[getter]
+    fn field_names(&self) -> Vec<String> {
+        self.inner.fields().iter().map(|f| f.name.clone()).collect()
+    }
+
+    /// The fields as dicts ``{"name", "type", "stored", "analyzer"}``.
+    #[getter]
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .fields()
+            .iter()
+            .map(|f| {
+                let d = PyDict::new(py);
+                d.set_item("name", &f.name)?;
+                d.set_item("type", type_name(f.field_type))?;
+                d.set_item("stored", f.stored)?;
+                d.set_item("analyzer", &f.analyzer)?;
+                Ok(d)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// Names of the text fields (the default fields of queries).
+    #[getter]
+    fn text_fields(&self) -> Vec<String> {
+        self.inner
+            .text_fields()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+
+    fn __repr__(&self) -> String {
+        let fields: Vec<String> = self
+            .inner
+            .fields()
+            .iter()
+            .map(|f| format!("{}:{}", f.name, type_name(f.field_type)))
+            .collect();
+        format!("Schema([{}])", fields.join(", "))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let from_json = slf.get_type().getattr("from_json")?;
+        Ok((from_json, (slf.get().inner.to_json(),)))
+    }
+}
+
+fn type_name(t: FieldType) -> &'static str {
+    t.name()
+}
+
+/// Builds a :class:`Schema` field by field; each ``add_*`` method returns the builder.
+///
+/// >>> schema = (quarry.SchemaBuilder().add_integer_field("id")
+/// ...           .add_text_field("title").add_text_field("body").build())
+#[pyclass(name = "SchemaBuilder", module = "quarry", frozen)]
+#[derive(Default)]
+pub struct PySchemaBuilder {
+    fields: Mutex<Vec<FieldEntry>>,
+}
+
+impl PySchemaBuilder {
+    fn push(&self, name: &str, field_type: FieldType, stored: bool, analyzer: &str) {
+        self.fields.lock().expect("builder").push(FieldEntry {
+            name: name.to_string(),
+            field_type,
+            stored,
+            analyzer: analyzer.to_string(),
+        });
+    }
+}
+
+#[pymethods]
+impl PySchemaBuilder {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// A text field: analyzed (``analyzer``, default ``"standard"``: Lucene's
+    /// StandardAnalyzer), with positions and norms; ``stored`` keeps the original value.
+    #[pyo3(signature = (name, stored = true, analyzer = "standard"))]
+    fn add_text_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        analyzer: &str,
+    ) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Text, stored, analyzer);
+        slf
+    }
+
+    /// A keyword field: the whole value is one exact term (always stored).
+    fn add_keyword_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Keyword, true, "standard");
+        slf
+    }
+
+    /// An integer field (i64, always stored, searchable as an exact term: ``id:42``).
+    fn add_integer_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Integer, true, "standard");
+        slf
+    }
+
+    /// A boolean field (stored, searchable as ``flag:true``).
+    fn add_boolean_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Boolean, true, "standard");
+        slf
+    }
+
+    /// A float field (f64, stored).
+    fn add_float_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
+        slf.push(name, FieldType::Float, true, "standard");
+        slf
+    }
+
+    /// The schema; raises :class:`SchemaError` for duplicate or invalid names or an unknown
+    /// analyzer.
+    fn build(&self, py: Python<'_>) -> PyResult<PySchema> {
+        let fields = self.fields.lock().expect("builder").clone();
+        Schema::new(fields)
+            .map(|inner| PySchema { inner })
+            .map_err(|e| errors::to_py(py, e))
+    }
+}

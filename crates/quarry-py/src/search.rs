@@ -1,0 +1,412 @@
+//! How does Python search? `Searcher` (parse, search, count, statistics for sharded search),
+//! `Query`, and the `Hit` / `SearchResult` values it returns.
+use pyo3::exceptions::PyIndexError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use quarry::query::Query;
+use quarry::{CollectionStats, DocAddress, SearchMode, Searcher};
+use serde_json::{Map, Value};
+
+use crate::schema::PySchema;
+use crate::{convert, detached, errors};
+
+/// A parsed query (Lucene classic syntax). ``str(query)`` renders it as Lucene's
+/// ``Query.toString()`` does.
+#[pyclass(name = "Query", module = "quarry", frozen)]
+#[derive(Clone)]
+pub struct PyQuery {
+    inner: Query,
+}
+
+#[pymethods]
+impl PyQuery {
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!("Query({:?})", self.inner.to_string())
+    }
+}
+
+/// One search hit: ``score`` (BM25, float32 precision), ``doc`` (the document's address
+/// ``(segment, doc)`` in the searcher it came from), ``seq`` (its position in index order),
+/// ``fields`` (stored fields) and ``shard`` (the shard, for sharded searches; else None).
+#[pyclass(name = "Hit", module = "quarry", frozen)]
+pub struct PyHit {
+    #[pyo3(get)]
+    score: f32,
+    #[pyo3(get)]
+    doc: (u32, u32),
+    #[pyo3(get)]
+    seq: u64,
+    #[pyo3(get)]
+    fields: Py<PyDict>,
+    #[pyo3(get)]
+    shard: Option<u32>,
+}
+
+#[pymethods]
+impl PyHit {
+    #[new]
+    #[pyo3(signature = (score, doc, seq, fields = None, shard = None))]
+    fn new(
+        py: Python<'_>,
+        score: f32,
+        doc: (u32, u32),
+        seq: u64,
+        fields: Option<Py<PyDict>>,
+        shard: Option<u32>,
+    ) -> Self {
+        Self {
+            score,
+            doc,
+            seq,
+            fields: fields.unwrap_or_else(|| PyDict::new(py).unbind()),
+            shard,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let fields = self.fields.bind(py).repr()?;
+        let shard = self
+            .shard
+            .map(|s| format!(", shard={s}"))
+            .unwrap_or_default();
+        Ok(format!(
+            "Hit(score={}, doc={:?}, seq={}{shard}, fields={fields})",
+            self.score, self.doc, self.seq
+        ))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let h = slf.get();
+        let args = (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard).into_pyobject(py)?;
+        PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
+    }
+}
+
+/// The outcome of a search: ``hits`` (best first), ``count`` (number of matches) and
+/// ``count_exact`` (False when mode ``"top"`` skipped documents, so ``count`` is a lower
+/// bound). Iterating or indexing a result goes through its hits.
+#[pyclass(name = "SearchResult", module = "quarry", frozen, sequence)]
+pub struct PySearchResult {
+    #[pyo3(get)]
+    hits: Py<PyList>,
+    #[pyo3(get)]
+    count: u64,
+    #[pyo3(get)]
+    count_exact: bool,
+}
+
+#[pymethods]
+impl PySearchResult {
+    #[new]
+    #[pyo3(signature = (hits, count, count_exact = true))]
+    fn new(hits: Py<PyList>, count: u64, count_exact: bool) -> Self {
+        Self {
+            hits,
+            count,
+            count_exact,
+        }
+    }
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.hits.bind(py).len()
+    }
+    fn __getitem__<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
+        let hits = self.hits.bind(py);
+        let n = hits.len() as isize;
+        let j = if i < 0 { i + n } else { i };
+        if j < 0 || j >= n {
+            return Err(PyIndexError::new_err("hit index out of range"));
+        }
+        hits.get_item(j as usize)
+    }
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.hits.bind(py).try_iter()?.into_any())
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "SearchResult(count={}{}, hits=[{} hits])",
+            self.count,
+            if self.count_exact { "" } else { "+" },
+            self.hits.bind(py).len()
+        )
+    }
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let r = slf.get();
+        let args = (r.hits.clone_ref(py), r.count, r.count_exact).into_pyobject(py)?;
+        PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
+    }
+}
+
+/// Searches one point-in-time view of an index. Thread-safe; searching and counting release
+/// the GIL, so several Python threads search in parallel.
+///
+/// ``query`` arguments are a query string (Lucene classic syntax, parsed against
+/// ``default_fields``, by default every text field, default operator OR) or a :class:`Query`.
+#[pyclass(name = "Searcher", module = "quarry", frozen)]
+pub struct PySearcher {
+    inner: Searcher,
+}
+
+impl PySearcher {
+    pub(crate) fn new(inner: Searcher) -> Self {
+        Self { inner }
+    }
+
+    fn field_names(&self) -> Vec<String> {
+        self.inner
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    fn parse_str(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<Query> {
+        let fields = default_fields.unwrap_or_default();
+        for f in &fields {
+            if self.inner.schema().field_id(f).is_none() {
+                return Err(errors::unknown_field(py, f, self.field_names()));
+            }
+        }
+        let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let parser = self
+            .inner
+            .query_parser(&refs)
+            .map_err(|e| errors::to_py(py, e))?;
+        let q = parser
+            .parse(text)
+            .map_err(|e| errors::parse_error(py, &e))?;
+        if let Some(f) = unknown_field(&q, self.inner.schema()) {
+            return Err(errors::unknown_field(py, &f, self.field_names()));
+        }
+        Ok(q)
+    }
+
+    pub(crate) fn resolve(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<Query> {
+        if let Ok(q) = query.cast::<PyQuery>() {
+            return Ok(q.get().inner.clone());
+        }
+        let text = query.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("query must be a str or a quarry.Query")
+        })?;
+        self.parse_str(py, text.to_str()?, default_fields)
+    }
+
+    /// This searcher, or one scoring with supplied statistics.
+    fn scoring(&self, py: Python<'_>, stats: Option<&Bound<'_, PyAny>>) -> PyResult<Searcher> {
+        let Some(stats) = stats.filter(|s| !s.is_none()) else {
+            return Ok(self.inner.clone());
+        };
+        let text = convert::json_dumps(stats)?;
+        let parsed = CollectionStats::from_json(&text).map_err(|e| errors::to_py(py, e))?;
+        self.inner
+            .with_collection_stats(&parsed)
+            .map_err(|e| errors::to_py(py, e))
+    }
+}
+
+/// The first field named by `q` that `schema` lacks.
+fn unknown_field(q: &Query, schema: &quarry::Schema) -> Option<String> {
+    let known = |f: &str| schema.field_id(f).is_some();
+    match q {
+        Query::Term { field, .. } | Query::Phrase { field, .. } | Query::Prefix { field, .. } => {
+            (!known(field)).then(|| field.clone())
+        }
+        Query::Boolean { clauses, .. } => {
+            clauses.iter().find_map(|c| unknown_field(&c.query, schema))
+        }
+        Query::Boost { query, .. } => unknown_field(query, schema),
+        _ => None,
+    }
+}
+
+fn parse_mode(py: Python<'_>, mode: &str) -> PyResult<SearchMode> {
+    mode.parse::<SearchMode>()
+        .map_err(|e| errors::to_py(py, quarry::Error::InvalidArgument(e)))
+}
+
+#[pymethods]
+impl PySearcher {
+    /// Parses ``query`` (Lucene classic syntax) against ``default_fields`` (default: every
+    /// text field). Raises :class:`QuerySyntaxError` (with ``column``) or
+    /// :class:`UnknownFieldError`.
+    #[pyo3(signature = (query, default_fields = None))]
+    fn parse(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<PyQuery> {
+        Ok(PyQuery {
+            inner: self.parse_str(py, query, default_fields)?,
+        })
+    }
+
+    /// Runs ``query`` and returns a :class:`SearchResult` whose hits carry score, address and
+    /// stored fields, in one call.
+    ///
+    /// ``limit``: number of hits; ``mode``: ``"top_count"`` (top hits and the exact count,
+    /// the default), ``"top"`` (top hits, count possibly a lower bound: fastest) or
+    /// ``"count"`` (no hits); ``fields``: stored fields to return (None: all; ``[]``: none);
+    /// ``stats``: collection statistics to score with instead of this index's own (the merged
+    /// :meth:`collection_stats` of all shards of a sharded index).
+    #[pyo3(signature = (query, limit = 10, mode = "top_count", fields = None, default_fields = None, stats = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        limit: usize,
+        mode: &str,
+        fields: Option<Vec<String>>,
+        default_fields: Option<Vec<String>>,
+        stats: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySearchResult> {
+        let mode = parse_mode(py, mode)?;
+        let q = self.resolve(py, query, default_fields)?;
+        let searcher = self.scoring(py, stats)?;
+        let want_fields = fields.as_ref().is_none_or(|f| !f.is_empty());
+        let (res, docs) = detached(py, move || {
+            let res = searcher.search(&q, limit, mode)?;
+            let mut docs = Vec::new();
+            if want_fields {
+                for h in &res.top {
+                    docs.push(searcher.stored_fields(h.doc)?);
+                }
+            }
+            Ok((res, docs))
+        })?;
+        let hits = res
+            .top
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let f = match docs.get(i) {
+                    Some(m) => convert::stored(py, m, fields.as_deref())?,
+                    None => PyDict::new(py),
+                };
+                Py::new(
+                    py,
+                    PyHit {
+                        score: h.score,
+                        doc: (h.doc.segment, h.doc.doc),
+                        seq: h.seq,
+                        fields: f.unbind(),
+                        shard: None,
+                    },
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PySearchResult {
+            hits: PyList::new(py, hits)?.unbind(),
+            count: res.total_hits,
+            count_exact: res.hits_exact,
+        })
+    }
+
+    /// The exact number of documents matching ``query`` (nothing is scored).
+    #[pyo3(signature = (query, default_fields = None))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<u64> {
+        let q = self.resolve(py, query, default_fields)?;
+        let searcher = self.inner.clone();
+        detached(py, move || {
+            searcher
+                .search(&q, 0, SearchMode::Count)
+                .map(|r| r.total_hits)
+        })
+    }
+
+    /// The stored fields of the documents at ``addresses`` (``hit.doc`` values), in order.
+    #[pyo3(signature = (addresses, fields = None))]
+    fn docs<'py>(
+        &self,
+        py: Python<'py>,
+        addresses: Vec<(u32, u32)>,
+        fields: Option<Vec<String>>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let searcher = self.inner.clone();
+        let maps: Vec<Map<String, Value>> = detached(py, move || {
+            addresses
+                .iter()
+                .map(|&(segment, doc)| searcher.stored_fields(DocAddress { segment, doc }))
+                .collect()
+        })?;
+        maps.iter()
+            .map(|m| convert::stored(py, m, fields.as_deref()))
+            .collect()
+    }
+
+    /// The stored fields of one document (``hit.doc``).
+    fn doc<'py>(&self, py: Python<'py>, address: (u32, u32)) -> PyResult<Bound<'py, PyDict>> {
+        let mut v = self.docs(py, vec![address], None)?;
+        Ok(v.pop().expect("one address, one document"))
+    }
+
+    /// The collection statistics this index contributes to scoring ``query``:
+    /// ``{"fields": {name: {"doc_count", "sum_total_term_freq"}}, "terms": {field: {term:
+    /// {"doc_freq"}}}}``. Sum them over shards (:func:`quarry.merge_stats`) and pass the sum
+    /// as ``stats=`` to :meth:`search` on every shard to get the scores of one big index.
+    #[pyo3(signature = (query, default_fields = None))]
+    fn collection_stats<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.resolve(py, query, default_fields)?;
+        let searcher = self.inner.clone();
+        let stats = detached(py, move || searcher.collection_stats(&q))?;
+        convert::json_loads(py, &stats.to_json())
+    }
+
+    /// Number of documents this searcher sees.
+    #[getter]
+    fn num_docs(&self) -> u64 {
+        self.inner
+            .segments()
+            .iter()
+            .map(|s| u64::from(s.doc_count()))
+            .sum()
+    }
+
+    /// Number of segments this searcher sees.
+    #[getter]
+    fn num_segments(&self) -> usize {
+        self.inner.segments().len()
+    }
+
+    /// The index's schema.
+    #[getter]
+    fn schema(&self) -> PySchema {
+        PySchema {
+            inner: self.inner.schema().clone(),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Searcher(num_docs={}, num_segments={})",
+            self.num_docs(),
+            self.num_segments()
+        )
+    }
+}

@@ -1,0 +1,261 @@
+"""The Python API: schema, create/open, the writer context manager, search results, reload,
+pickling, and every error as a typed exception."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import quarry
+
+DOCS = [
+    {"id": 1, "title": "Oil prices rise", "body": "Crude oil prices rose sharply on Monday.", "tag": "energy"},
+    {"id": 2, "title": "Wheat exports", "body": "Wheat exports fell as oil costs climbed.", "tag": "grain"},
+    {"id": 3, "title": "Dollar steady", "body": "The dollar was steady against the yen.", "tag": ["fx", "usd"]},
+]
+
+
+def schema() -> quarry.Schema:
+    return (
+        quarry.SchemaBuilder()
+        .add_integer_field("id")
+        .add_text_field("title")
+        .add_text_field("body", stored=False)
+        .add_keyword_field("tag")
+        .build()
+    )
+
+
+@pytest.fixture
+def index(tmp_path):
+    idx = quarry.Index.create(tmp_path / "idx", schema())
+    with idx.writer(threads=1) as w:
+        for d in DOCS:
+            w.add(d)
+    return idx
+
+
+def test_schema_builder_json_and_infer():
+    s = schema()
+    assert s.field_names == ["id", "title", "body", "tag"]
+    assert s.text_fields == ["title", "body"]
+    assert s.fields[2] == {"name": "body", "type": "text", "stored": False, "analyzer": "standard"}
+    assert quarry.Schema.from_json(s.to_json()) == s
+    # Inferred as the CLI does (fields in name order).
+    inferred = quarry.Schema.infer([{"id": 1, "title": "x", "tags": ["a", "b"]}])
+    assert [(f["name"], f["type"]) for f in inferred.fields] == [
+        ("id", "integer"), ("tags", "text"), ("title", "text")
+    ]
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert "body:text" in repr(s)
+
+
+def test_schema_errors():
+    with pytest.raises(quarry.SchemaError, match="declared twice"):
+        quarry.SchemaBuilder().add_text_field("a").add_integer_field("a").build()
+    with pytest.raises(quarry.SchemaError, match="unknown analyzer"):
+        quarry.SchemaBuilder().add_text_field("a", analyzer="klingon").build()
+    with pytest.raises(quarry.SchemaError):
+        quarry.Schema.from_json("{not json")
+    with pytest.raises(quarry.SchemaError, match="holds text"):
+        quarry.Schema.infer([{"a": 1}, {"a": "x"}])
+
+
+def test_search_returns_scores_addresses_and_stored_fields(index):
+    s = index.searcher()
+    assert s.num_docs == 3 and index.num_docs == 3
+    r = s.search("oil", limit=10)
+    assert r.count == 2 and r.count_exact and len(r) == 2
+    assert [h.fields["id"] for h in r] == [1, 2]
+    top = r[0]
+    assert top.score > r[1].score > 0
+    assert top.fields == {"id": 1, "title": "Oil prices rise", "tag": "energy"}  # body not stored
+    assert s.doc(top.doc) == top.fields
+    assert top.shard is None and r[-1] is r.hits[1]
+    # Only some fields, or none.
+    assert s.search("oil", fields=["id"])[0].fields == {"id": 1}
+    assert s.search("oil", fields=[])[0].fields == {}
+    # Default fields, keyword and integer terms, multi-valued keywords.
+    assert s.count("oil", default_fields=["title"]) == 1
+    assert s.count("tag:usd") == 1 and s.count("tag:fx") == 1
+    assert s.count("id:3") == 1
+    assert s.search("oil", mode="count").hits == []
+    assert s.docs([h.doc for h in r], fields=["title"]) == [
+        {"title": "Oil prices rise"}, {"title": "Wheat exports"}
+    ]
+
+
+def test_results_pickle(index):
+    r = index.searcher().search("oil")
+    r2 = pickle.loads(pickle.dumps(r))
+    assert [(h.score, h.doc, h.seq, h.fields) for h in r2] == [
+        (h.score, h.doc, h.seq, h.fields) for h in r
+    ]
+    assert r2.count == r.count
+    assert "Hit(score=" in repr(r[0]) and "SearchResult(count=2" in repr(r)
+
+
+def test_parse_and_query_objects(index):
+    s = index.searcher()
+    q = s.parse("oil AND prices", default_fields=["body"])
+    assert str(q) == "+body:oil +body:prices"
+    assert s.count(q) == 1
+    assert s.search(q)[0].fields["id"] == 1
+
+
+def test_query_syntax_error_has_column(index):
+    s = index.searcher()
+    with pytest.raises(quarry.QuerySyntaxError) as e:
+        s.parse("oil AND (prices")
+    assert e.value.column == 16
+    assert e.value.kind == "syntax"
+    assert isinstance(e.value, quarry.QueryError) and isinstance(e.value, quarry.QuarryError)
+    with pytest.raises(quarry.QuerySyntaxError) as e:
+        s.search('title:"oil', limit=3)
+    assert e.value.column == 7
+    with pytest.raises(quarry.QuerySyntaxError) as e:
+        s.count("oil~2")
+    assert e.value.kind == "unsupported"
+
+
+def test_unknown_fields(index):
+    s = index.searcher()
+    with pytest.raises(quarry.UnknownFieldError) as e:
+        s.search("nosuch:oil")
+    assert e.value.field == "nosuch" and "title" in e.value.known
+    with pytest.raises(quarry.UnknownFieldError):
+        s.search("oil", default_fields=["nosuch"])
+
+
+def test_bad_arguments(index):
+    s = index.searcher()
+    with pytest.raises(quarry.InvalidArgumentError, match="unknown search mode"):
+        s.search("oil", mode="fast")
+    with pytest.raises(TypeError):
+        s.search(42)
+    with pytest.raises(quarry.InvalidArgumentError, match="lack"):
+        s.search("oil wheat", stats=s.collection_stats("oil"))
+    with pytest.raises(quarry.DocumentError):
+        s.search("oil", stats={"fields": 3})
+
+
+def test_document_errors_name_the_field(index):
+    with index.writer(threads=1) as w:
+        with pytest.raises(quarry.DocumentError) as e:
+            w.add({"id": "one"})
+        assert e.value.field == "id"
+        with pytest.raises(quarry.DocumentError, match="unknown field"):
+            w.add({"color": "red"})
+        with pytest.raises(quarry.DocumentError):
+            w.add({"id": True})
+        with pytest.raises(quarry.DocumentError):
+            w.add({"id": 1.5})
+        with pytest.raises(quarry.DocumentError, match="found dict"):
+            w.add({"id": {"a": 1}})
+        with pytest.raises(TypeError):
+            w.add(["not", "a", "dict"])
+        w.add({"id": 4, "title": None, "body": "fine"})
+    assert index.searcher().count("fine") == 1
+
+
+def test_writer_commits_on_success_and_discards_on_exception(index):
+    reader = index.reader()
+    s0 = reader.searcher()
+    with pytest.raises(RuntimeError):
+        with index.writer(threads=1) as w:
+            w.add({"id": 10, "title": "gold rush"})
+            raise RuntimeError("boom")
+    assert index.searcher().count("gold") == 0
+    assert reader.reload() is False
+    with index.writer(threads=2) as w:
+        assert w.add_many(({"id": 10 + i, "title": f"gold {i}"} for i in range(100))) == 100
+        stats = w.commit()
+        assert stats["docs"] == 103 and stats["generation"] > reader.generation
+        w.add({"id": 500, "title": "gold again"})
+    # A reader keeps its view until reloaded; index.searcher() sees the newest commit.
+    assert s0.count("gold") == 0 and reader.searcher().count("gold") == 0
+    assert reader.reload() is True
+    assert reader.searcher().count("gold") == 101
+    assert index.searcher().count("gold") == 101
+    with pytest.raises(quarry.WriterError):
+        w.add({"id": 1})
+
+
+def test_force_merge(index):
+    with index.writer(threads=1) as w:
+        w.add({"id": 9, "title": "more oil"})
+        w.commit()
+        w.force_merge(1)
+    s = index.searcher()
+    assert s.num_segments == 1 and s.count("oil") == 3
+
+
+def test_open_errors(tmp_path):
+    with pytest.raises(quarry.IndexNotFoundError) as e:
+        quarry.Index.open(tmp_path / "missing")
+    assert "missing" in e.value.path
+    quarry.Index.create(tmp_path / "a", schema())
+    with pytest.raises(quarry.InvalidArgumentError, match="already holds an index"):
+        quarry.Index.create(tmp_path / "a", schema())
+    again = quarry.Index.create(tmp_path / "a", schema(), overwrite=True)
+    assert again.num_docs == 0
+
+
+def test_corruption_is_a_typed_error(index):
+    from pathlib import Path
+
+    metas = sorted(Path(index.path).glob("*.meta"))
+    assert metas
+    data = bytearray(metas[0].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    metas[0].write_bytes(bytes(data))
+    with pytest.raises(quarry.CorruptIndexError) as e:
+        quarry.Index.open(index.path)
+    assert e.value.file.endswith(".meta")
+
+
+def test_help_is_useful():
+    assert "context manager" in quarry.IndexWriter.__doc__
+    assert "Creates an empty index" in quarry.Index.create.__doc__
+    assert "stats" in quarry.Searcher.search.__doc__
+    assert issubclass(quarry.LockedError, quarry.QuarryError)
+    assert issubclass(quarry.QuarryIOError, quarry.QuarryError)
+    assert issubclass(quarry.CorruptIndexError, quarry.QuarryError)
+
+
+def test_merge_stats_sums():
+    a = {"fields": {"body": {"doc_count": 2, "sum_total_term_freq": 10}},
+         "terms": {"body": {"oil": {"doc_freq": 1}}}}
+    b = {"fields": {"body": {"doc_count": 3, "sum_total_term_freq": 5}},
+         "terms": {"body": {"oil": {"doc_freq": 2}, "gas": {"doc_freq": 1}}}}
+    m = quarry.merge_stats([a, b])
+    assert m == {"fields": {"body": {"doc_count": 5, "sum_total_term_freq": 15}},
+                 "terms": {"body": {"oil": {"doc_freq": 3}, "gas": {"doc_freq": 1}}}}
+
+
+def test_update_delete_refresh_and_lock(index):
+    with index.writer(threads=1) as w:
+        with pytest.raises(quarry.LockedError) as e:
+            index.writer()
+        assert isinstance(e.value, quarry.QuarryError)
+        nrt = w.reader()
+        assert isinstance(w.update("id", {"id": 1, "title": "Gold prices rise", "tag": "metals"}), int)
+        w.delete(("tag", "grain"))
+        assert nrt.searcher().count("gold") == 0
+        w.refresh()
+        assert nrt.reload() is True
+        s = nrt.searcher()
+        assert s.count("gold") == 1 and s.count("tag:grain") == 0 and s.count("oil") == 0
+        assert index.searcher().count("gold") == 0  # not committed yet
+        w.delete("dollar")
+        with pytest.raises(quarry.QuerySyntaxError):
+            w.delete("dollar AND (")
+        with pytest.raises(quarry.DocumentError):
+            w.update("id", {"title": "no key"})
+    s = index.searcher()
+    assert s.num_docs == 1 and index.num_docs == 1
+    assert [h.fields["id"] for h in s.search("gold OR dollar OR wheat")] == [1]
+    with index.writer(threads=1) as w:
+        w.delete_all()
+    assert index.searcher().num_docs == 0

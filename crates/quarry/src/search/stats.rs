@@ -1,0 +1,238 @@
+//! Which collection statistics does a query's BM25 score depend on, and how does a searcher use
+//! statistics gathered elsewhere (from all shards of a sharded index) instead of its own?
+//!
+//! A BM25 score depends on the documents themselves and on three collection statistics: a
+//! term's document frequency, a field's document count and a field's total number of tokens
+//! (`sum_total_term_freq`, which gives the average field length). A shard of a larger collection
+//! sees only its own share of them, so its scores differ from those of one big index. Searching
+//! shards with exactly the scores of one index (what Elasticsearch calls
+//! `dfs_query_then_fetch`) takes three steps:
+//!
+//! 1. each shard reports the statistics the query needs: [`Searcher::collection_stats`];
+//! 2. the statistics are summed: [`CollectionStats::merge`] (they are additive);
+//! 3. each shard searches with the sum: [`Searcher::with_collection_stats`], and the per-shard
+//!    top-k lists are merged by score.
+//!
+//! ```no_run
+//! # fn main() -> quarry::Result<()> {
+//! use quarry::{CollectionStats, Index, SearchMode};
+//! let shards: Vec<_> = ["/idx/0", "/idx/1"]
+//!     .iter()
+//!     .map(|p| Index::open(std::path::Path::new(p)).map(|i| i.searcher()))
+//!     .collect::<quarry::Result<_>>()?;
+//! let query = shards[0].parse_query("oil prices", &["body"])?;
+//! let mut global = CollectionStats::default();
+//! for s in &shards {
+//!     global.merge(&s.collection_stats(&query)?);
+//! }
+//! for s in &shards {
+//!     let result = s.with_collection_stats(&global)?.search(&query, 10, SearchMode::TopCount)?;
+//!     // merge result.top across shards by score
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The per-term total term frequency is not part of the statistics: BM25 does not use it and
+//! the index format does not store it.
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::bm25::FieldStats;
+use super::Searcher;
+use crate::query::ast::Query;
+use crate::{Error, Result};
+
+/// A term's statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermStats {
+    /// Number of documents containing the term.
+    pub doc_freq: u64,
+}
+
+/// The collection statistics a query's scores depend on: per field (by name) its document count
+/// and total token count, and per field and term the document frequency. Additive: the
+/// statistics of a collection are the sums of those of its parts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectionStats {
+    /// Field name → statistics of that field.
+    pub fields: BTreeMap<String, FieldStats>,
+    /// Field name → term → statistics of that term.
+    pub terms: BTreeMap<String, BTreeMap<String, TermStats>>,
+}
+
+impl CollectionStats {
+    /// Adds `other` into `self` (fields and terms present in either are kept).
+    pub fn merge(&mut self, other: &CollectionStats) {
+        for (name, s) in &other.fields {
+            let e = self.fields.entry(name.clone()).or_default();
+            e.doc_count += s.doc_count;
+            e.sum_total_term_freq += s.sum_total_term_freq;
+        }
+        for (field, terms) in &other.terms {
+            let mine = self.terms.entry(field.clone()).or_default();
+            for (term, s) in terms {
+                mine.entry(term.clone()).or_default().doc_freq += s.doc_freq;
+            }
+        }
+    }
+
+    /// The document frequency of `term` in `field`, if these statistics hold it.
+    pub fn doc_freq(&self, field: &str, term: &str) -> Option<u64> {
+        self.terms.get(field)?.get(term).map(|t| t.doc_freq)
+    }
+
+    /// JSON text of these statistics (`{"fields": {..}, "terms": {..}}`).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("statistics serialize")
+    }
+
+    /// Parses the JSON written by [`to_json`](Self::to_json).
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| Error::Json {
+            column: e.column(),
+            reason: format!("collection statistics: {e}"),
+        })
+    }
+}
+
+/// Collects the `(field, term)` pairs whose document frequency scores `q`.
+fn scored_terms<'q>(q: &'q Query, out: &mut Vec<(&'q str, &'q str)>) {
+    match q {
+        Query::Term { field, term } => out.push((field, term)),
+        Query::Phrase { field, terms, .. } => {
+            out.extend(terms.iter().map(|(_, t)| (field.as_str(), t.as_str())))
+        }
+        Query::Boolean { clauses, .. } => clauses.iter().for_each(|c| scored_terms(&c.query, out)),
+        Query::Boost { query, .. } => scored_terms(query, out),
+        // Prefix queries score a constant; match-all and match-none use no statistics.
+        Query::Prefix { .. } | Query::MatchAll | Query::MatchNone => {}
+    }
+}
+
+impl Searcher {
+    /// The statistics this searcher's index contributes to scoring `query`: every field's
+    /// statistics and the document frequency (summed over segments) of each term the query
+    /// scores, including terms this index does not contain (frequency 0).
+    pub fn collection_stats(&self, query: &Query) -> Result<CollectionStats> {
+        let mut out = CollectionStats::default();
+        for (f, entry) in self.schema.fields().iter().enumerate() {
+            let mut s = FieldStats::default();
+            for seg in self.segments.iter() {
+                if let Some(fm) = seg.meta().fields.get(f) {
+                    s.doc_count += u64::from(fm.doc_count);
+                    s.sum_total_term_freq += fm.sum_total_term_freq;
+                }
+            }
+            out.fields.insert(entry.name.clone(), s);
+        }
+        let mut terms = Vec::new();
+        scored_terms(query, &mut terms);
+        for (field, term) in terms {
+            let Some(f) = self.schema.field_id(field) else {
+                continue; // searching reports the unknown field
+            };
+            let mut df = 0u64;
+            for seg in self.segments.iter() {
+                if let Some((info, _)) = seg.term_info(f, term.as_bytes())? {
+                    df += u64::from(info.doc_freq);
+                }
+            }
+            out.terms
+                .entry(field.to_string())
+                .or_default()
+                .insert(term.to_string(), TermStats { doc_freq: df });
+        }
+        Ok(out)
+    }
+
+    /// A searcher over the same segments that scores with `stats` (typically the merged
+    /// statistics of all shards) instead of this index's own. Every field of the schema must be
+    /// in `stats`; searching a term that `stats` lacks (statistics gathered for another query)
+    /// is an [`Error::InvalidArgument`].
+    pub fn with_collection_stats(&self, stats: &CollectionStats) -> Result<Searcher> {
+        let mut fields = Vec::with_capacity(self.schema.fields().len());
+        for entry in self.schema.fields() {
+            let s = stats.fields.get(&entry.name).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "collection statistics lack field {:?}: gather them with collection_stats",
+                    entry.name
+                ))
+            })?;
+            fields.push(*s);
+        }
+        let mut out = self.clone();
+        out.norm_caches = Arc::new(fields.iter().map(|s| self.bm25.norm_cache(s)).collect());
+        out.stats = Arc::new(fields);
+        out.global = Some(Arc::new(stats.clone()));
+        Ok(out)
+    }
+
+    /// The statistics this searcher scores with, if they were supplied by
+    /// [`with_collection_stats`](Self::with_collection_stats).
+    pub fn supplied_stats(&self) -> Option<&CollectionStats> {
+        self.global.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(dc: u64, ttf: u64, df: u64) -> CollectionStats {
+        let mut s = CollectionStats::default();
+        s.fields.insert(
+            "body".into(),
+            FieldStats {
+                doc_count: dc,
+                sum_total_term_freq: ttf,
+            },
+        );
+        s.terms
+            .entry("body".into())
+            .or_default()
+            .insert("oil".into(), TermStats { doc_freq: df });
+        s
+    }
+
+    #[test]
+    fn merge_sums_fields_and_terms() {
+        let mut a = stats(10, 100, 3);
+        a.merge(&stats(5, 40, 0));
+        assert_eq!(a, stats(15, 140, 3));
+        let mut b = CollectionStats::default();
+        b.merge(&a);
+        assert_eq!(b.doc_freq("body", "oil"), Some(3));
+        assert_eq!(b.doc_freq("body", "gas"), None);
+    }
+
+    #[test]
+    fn json_round_trip_and_bad_json() {
+        let a = stats(7, 70, 2);
+        assert_eq!(CollectionStats::from_json(&a.to_json()).unwrap(), a);
+        let e = CollectionStats::from_json("{\"fields\": 3}").unwrap_err();
+        assert!(matches!(e, Error::Json { .. }), "{e}");
+    }
+
+    #[test]
+    fn scored_terms_walks_booleans_phrases_and_boosts() {
+        use crate::query::{Operator, QueryParser, SimpleAnalysis};
+        let p =
+            QueryParser::new("body", Arc::new(SimpleAnalysis)).with_default_operator(Operator::Or);
+        let q = p
+            .parse("+oil \"crude prices\"^2 -title:gas pre* *:*")
+            .unwrap();
+        let mut t = Vec::new();
+        scored_terms(&q, &mut t);
+        assert_eq!(
+            t,
+            [
+                ("body", "oil"),
+                ("body", "crude"),
+                ("body", "prices"),
+                ("title", "gas")
+            ]
+        );
+    }
+}
