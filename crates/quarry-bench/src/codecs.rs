@@ -51,8 +51,9 @@ pub struct DecodeFigure {
     pub input_bytes_per_sec: f64,
     /// Encoded bytes per integer.
     pub bytes_per_int: f64,
-    /// Integers per second the measured memory bandwidth could feed at this density.
-    pub memory_bound_ints_per_sec: f64,
+    /// Integers per second the measured memory bandwidth could feed at this density (none for
+    /// width 0, which reads no input).
+    pub memory_bound_ints_per_sec: Option<f64>,
 }
 
 /// The whole micro-benchmark.
@@ -251,11 +252,7 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
             ints_per_sec: rate,
             input_bytes_per_sec: rate * bytes_per_int,
             bytes_per_int,
-            memory_bound_ints_per_sec: if bytes_per_int > 0.0 {
-                bandwidth / bytes_per_int
-            } else {
-                f64::INFINITY
-            },
+            memory_bound_ints_per_sec: (bytes_per_int > 0.0).then(|| bandwidth / bytes_per_int),
         });
     };
     for bits in 0..=32u32 {
@@ -330,11 +327,7 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
 }
 
 fn rate(v: f64) -> String {
-    if v.is_infinite() {
-        "∞".into()
-    } else {
-        format!("{:.2} G", v / 1e9)
-    }
+    format!("{:.2} G", v / 1e9)
 }
 
 /// The Markdown table of a codec report.
@@ -361,10 +354,9 @@ pub fn markdown(r: &CodecReport) -> String {
             "tail" => "–".into(),
             _ => format!("{} bits", f.width),
         };
-        let ratio = if f.memory_bound_ints_per_sec.is_finite() {
-            format!("{:.2}", f.ints_per_sec / f.memory_bound_ints_per_sec)
-        } else {
-            "–".into()
+        let ratio = match f.memory_bound_ints_per_sec {
+            Some(m) => format!("{:.2}", f.ints_per_sec / m),
+            None => "–".into(),
         };
         let _ = writeln!(
             md,
@@ -373,7 +365,7 @@ pub fn markdown(r: &CodecReport) -> String {
             f.bytes_per_int,
             rate(f.ints_per_sec),
             f.input_bytes_per_sec / 1e9,
-            rate(f.memory_bound_ints_per_sec),
+            f.memory_bound_ints_per_sec.map(rate).unwrap_or("–".into()),
         );
     }
     md
@@ -431,7 +423,10 @@ mod tests {
         assert_eq!(count("varint_u32"), 5);
         assert_eq!(count("tail"), 1);
         assert!(r.figures.iter().all(|f| f.ints_per_sec > 0.0));
-        let md = markdown(&r);
+        let back: CodecReport =
+            serde_json::from_value(serde_json::to_value(&r).unwrap()).expect("JSON round trip");
+        assert_eq!(back.figures.len(), r.figures.len());
+        let md = markdown(&back);
         assert!(md.contains("| bitpacked | 32 bits | 4.000 |"), "{md}");
         assert!(md.contains("| varint_u32 | 1 B | 1.000 |"), "{md}");
     }
