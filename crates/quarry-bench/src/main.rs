@@ -1,17 +1,20 @@
-//! quarry-bench: side-by-side benchmarks of quarry, Lucene and Tantivy.
+//! quarry-bench: side-by-side benchmarks of quarry, Lucene, Tantivy and SeekStorm.
 //!
 //! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
 //! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
-//! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`). See
-//! `bench/README.md`.
+//! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`),
+//! `quarry-bench codecs` the codec micro-benchmark. See `bench/README.md`.
 // Argument doc comments are clap's `--help` text, printed as plain text: `<repo>` there is a
 // placeholder, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod cache;
 mod charts;
+mod codecs;
 mod drivers;
 #[cfg(feature = "quarry-driver")]
 mod io_study;
+mod launch;
 mod measure;
 mod orchestrator;
 mod parity;
@@ -25,7 +28,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "quarry-bench",
-    about = "Benchmarks quarry against Lucene and Tantivy, side by side"
+    about = "Benchmarks quarry against Lucene, Tantivy and SeekStorm, side by side"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,6 +41,9 @@ enum Cmd {
     Run(orchestrator::RunArgs),
     /// Prepare a workload's corpus and queries under bench/results/tmp/ and print their paths.
     Prepare(orchestrator::PrepareArgs),
+    /// Codec micro-benchmark: decode speed of each quarry-codecs block codec and width on one core,
+    /// next to the machine's streaming memory bandwidth.
+    Codecs(codecs::CodecArgs),
     /// Re-render the Markdown report and charts from a results JSON file.
     Report {
         /// bench/results/<date>-<workload>.json
@@ -57,6 +63,11 @@ enum Cmd {
 enum Engine {
     /// Tantivy (crates.io), linked into this binary.
     Tantivy {
+        #[command(subcommand)]
+        cmd: drivers::DriverCmd,
+    },
+    /// SeekStorm (crates.io), linked into this binary with the feature `seekstorm-driver`.
+    Seekstorm {
         #[command(subcommand)]
         cmd: drivers::DriverCmd,
     },
@@ -85,12 +96,16 @@ fn real_main() -> Result<()> {
         Cmd::Report { json } => report::rerender(&json),
         #[cfg(feature = "quarry-driver")]
         Cmd::Io(args) => io_study::run(args),
+        Cmd::Codecs(args) => codecs::run(args),
         Cmd::Driver {
             engine: Engine::Tantivy { cmd },
         } => drivers::run::<drivers::tantivy::Tantivy>(cmd),
         Cmd::Driver {
             engine: Engine::Quarry { cmd },
         } => run_quarry(cmd),
+        Cmd::Driver {
+            engine: Engine::Seekstorm { cmd },
+        } => run_seekstorm(cmd),
     }
 }
 
@@ -109,3 +124,19 @@ fn run_quarry(_cmd: drivers::DriverCmd) -> Result<()> {
 
 /// Whether this binary can drive quarry.
 pub const QUARRY_DRIVER: bool = cfg!(feature = "quarry-driver");
+
+#[cfg(feature = "seekstorm-driver")]
+fn run_seekstorm(cmd: drivers::DriverCmd) -> Result<()> {
+    drivers::run::<drivers::seekstorm::SeekStorm>(cmd)
+}
+
+#[cfg(not(feature = "seekstorm-driver"))]
+fn run_seekstorm(_cmd: drivers::DriverCmd) -> Result<()> {
+    anyhow::bail!(
+        "this quarry-bench was built without the SeekStorm driver; rebuild with `--features \
+         seekstorm-driver`"
+    )
+}
+
+/// Whether this binary can drive SeekStorm.
+pub const SEEKSTORM_DRIVER: bool = cfg!(feature = "seekstorm-driver");

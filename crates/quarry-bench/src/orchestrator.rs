@@ -2,13 +2,13 @@
 //!
 //! Per workload: prepare the corpus once; per engine: index it R times with 1 thread and R times
 //! with all cores (fresh process and fresh directory each time); run the query set single-threaded
-//! on the last 1-thread index; cold-start that index in fresh processes with its files in the
-//! page cache and evicted. Everything lands in one JSON file, then the Markdown report and charts.
+//! on the last 1-thread index and on a copy of it force-merged to one segment; cold-start that
+//! index in fresh processes with its files in the page cache and evicted. The codec
+//! micro-benchmark runs once per `run`. Everything lands in one JSON file per workload, then the
+//! Markdown report and charts.
 
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 
 use crate::measure;
 use crate::parity::Parity;
+use crate::cache;
+use crate::launch::{lucene_launcher, lucene_version, os, run_driver, Launcher};
 use crate::workload::{self, Prepared};
 
 #[derive(Debug, Args)]
@@ -24,9 +26,14 @@ pub struct RunArgs {
     /// w1 (Reuters, bundled), w2 (Wikipedia paragraphs, needs ../shared) or all.
     #[arg(long, default_value = "w1")]
     pub workload: String,
-    /// Comma-separated engines: quarry, tantivy, lucene.
-    #[arg(long, default_value = "quarry,tantivy,lucene")]
-    pub engines: String,
+    /// Comma-separated engines: quarry, tantivy, lucene, seekstorm (seekstorm needs a binary built
+    /// with `--features seekstorm-driver`; the default list takes it when the binary has it).
+    #[arg(long)]
+    pub engines: Option<String>,
+    /// Index shapes the queries run on: `default` (as each engine's defaults leave the index) and
+    /// `merged` (a copy force-merged to one segment).
+    #[arg(long, default_value = "default,merged")]
+    pub shapes: String,
     /// Smoke run (~2 minutes on W1): 1 indexing run per thread count, few iterations, W2 subsampled.
     #[arg(long)]
     pub quick: bool,
@@ -63,6 +70,9 @@ pub struct RunArgs {
     /// Keep every index built (default: keep only the one that was queried).
     #[arg(long)]
     pub keep_indexes: bool,
+    /// Skip the codec micro-benchmark (otherwise run once and put into every workload's report).
+    #[arg(long)]
+    pub no_codecs: bool,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +97,36 @@ pub struct Settings {
     pub global_warmup_rounds: u64,
     pub memory_mb_per_thread: usize,
     pub modes: String,
+    pub shapes: Vec<String>,
+}
+
+/// The index shapes queries can run on.
+pub const SHAPES: &[&str] = &["default", "merged"];
+
+fn parse_shapes(s: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for sh in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        if !SHAPES.contains(&sh) {
+            bail!("unknown index shape {sh:?}: expected default and/or merged");
+        }
+        if !out.iter().any(|o| o == sh) {
+            out.push(sh.to_string());
+        }
+    }
+    if out.is_empty() {
+        bail!("--shapes needs at least one of default, merged");
+    }
+    Ok(out)
+}
+
+/// The engines run when `--engines` is not given: all four when this binary has the SeekStorm
+/// driver, else the three others.
+fn default_engines() -> &'static str {
+    if crate::SEEKSTORM_DRIVER {
+        "quarry,tantivy,lucene,seekstorm"
+    } else {
+        "quarry,tantivy,lucene"
+    }
 }
 
 fn find_repo(explicit: Option<PathBuf>) -> Result<PathBuf> {
@@ -137,258 +177,7 @@ fn workloads(w: &str) -> Result<Vec<&'static str>> {
     })
 }
 
-/// How to start one engine's driver.
-#[derive(Debug, Clone)]
-enum Launcher {
-    /// This very binary: `quarry-bench driver <engine> ...`.
-    SelfExe { engine: &'static str },
-    /// `java [opts] -jar JAR ...`
-    Java {
-        java: PathBuf,
-        opts: Vec<String>,
-        jar: PathBuf,
-    },
-}
-
-impl Launcher {
-    fn command(&self, args: &[OsString]) -> Result<Command> {
-        Ok(match self {
-            Launcher::SelfExe { engine } => {
-                let mut c = Command::new(std::env::current_exe()?);
-                c.arg("driver").arg(engine).args(args);
-                c
-            }
-            Launcher::Java { java, opts, jar } => {
-                let mut c = Command::new(java);
-                c.args(opts).arg("-jar").arg(jar).args(args);
-                c
-            }
-        })
-    }
-}
-
-/// Outcome of one driver process.
-struct DriverRun {
-    records: Vec<Value>,
-    /// Wall time from just before spawn to the first complete stdout line, µs.
-    spawn_to_first_line_us: Option<f64>,
-    /// ru_maxrss of the child (bytes) and its major faults, from wait4.
-    child_maxrss_bytes: u64,
-    child_major_faults: u64,
-    wall_seconds: f64,
-}
-
-fn run_driver(launcher: &Launcher, args: &[OsString]) -> Result<DriverRun> {
-    let mut cmd = launcher.command(args)?;
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .stdin(Stdio::null());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {launcher:?}"))?;
-    let stdout = child.stdout.take().expect("piped");
-    let mut first = None;
-    let mut records = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        if first.is_none() {
-            first = Some(start.elapsed().as_nanos() as f64 / 1000.0);
-        }
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(trimmed) {
-            Ok(v) if v.is_object() => records.push(v),
-            _ => eprintln!("[driver stdout, not JSON] {trimmed}"),
-        }
-    }
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `pid` is our own un-reaped child; status and usage point to live, writable memory.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
-    if rc != pid {
-        bail!("wait4 failed: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: wait4 succeeded and filled `usage` (which was zeroed before anyway).
-    let usage = unsafe { usage.assume_init() };
-    let wall_seconds = start.elapsed().as_secs_f64();
-    std::mem::forget(child); // already reaped by wait4
-    let exited_ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    if !exited_ok {
-        bail!("driver {launcher:?} {args:?} failed (wait status {status})");
-    }
-    Ok(DriverRun {
-        records,
-        spawn_to_first_line_us: first,
-        child_maxrss_bytes: usage.ru_maxrss as u64 * 1024,
-        child_major_faults: usage.ru_majflt as u64,
-        wall_seconds,
-    })
-}
-
-fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
-    args.iter().map(|a| a.as_ref().to_os_string()).collect()
-}
-
-/// The Java binary: `$JAVA_HOME/bin/java`, else Temurin 25 if installed, else `java` on PATH.
-fn java_home() -> Option<PathBuf> {
-    if let Some(h) = std::env::var_os("JAVA_HOME") {
-        return Some(PathBuf::from(h));
-    }
-    let temurin = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
-    temurin.exists().then_some(temurin)
-}
-
-/// Lucene version from the driver's pom (`<lucene.version>`).
-fn lucene_version(repo: &Path) -> Option<String> {
-    let pom = std::fs::read_to_string(repo.join("bench/lucene/pom.xml")).ok()?;
-    let start = pom.find("<lucene.version>")? + "<lucene.version>".len();
-    let end = start + pom[start..].find('<')?;
-    Some(format!("Lucene {}", pom[start..end].trim()))
-}
-
-fn find_jar(repo: &Path) -> Option<PathBuf> {
-    let target = repo.join("bench/lucene/target");
-    let mut jars: Vec<PathBuf> = std::fs::read_dir(&target)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.ends_with(".jar") && !name.starts_with("original-") && !name.contains("sources")
-        })
-        .collect();
-    // Prefer the shaded (largest) jar.
-    jars.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
-    jars.into_iter().next()
-}
-
-fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launcher> {
-    let jar = match explicit.or_else(|| find_jar(repo)) {
-        Some(j) => j,
-        None => {
-            let pom = repo.join("bench/lucene/pom.xml");
-            if !pom.exists() {
-                bail!("no Lucene driver: {} is missing", pom.display());
-            }
-            eprintln!(
-                "[lucene] no jar under bench/lucene/target; building it: mvn -q -f {} package",
-                pom.display()
-            );
-            let mut mvn = Command::new("mvn");
-            mvn.args(["-q", "-f"]).arg(&pom).arg("package");
-            if let Some(h) = java_home() {
-                mvn.env("JAVA_HOME", h);
-            }
-            let st = mvn
-                .status()
-                .context("running mvn (install Maven and a JDK >= 21 to benchmark Lucene)")?;
-            if !st.success() {
-                bail!("mvn package failed ({st}); the Lucene driver is not available");
-            }
-            find_jar(repo)
-                .context("mvn package succeeded but no jar appeared under bench/lucene/target")?
-        }
-    };
-    let java = java_home()
-        .map(|h| h.join("bin/java"))
-        .unwrap_or_else(|| PathBuf::from("java"));
-    // Lucene's recommended flags: the Panama vector API (vectorized postings decoding) and native
-    // access (madvise via PosixNativeAccess). Override with QUARRY_BENCH_JAVA_OPTS.
-    let opts = std::env::var("QUARRY_BENCH_JAVA_OPTS")
-        .unwrap_or_else(|_| {
-            "--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED".into()
-        })
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    Ok(Launcher::Java { java, opts, jar })
-}
-
-/// Evicts an index from the page cache: fsync, then posix_fadvise(DONTNEED), for every file.
-/// Returns (files, bytes, resident bytes before, resident bytes after).
-fn evict(dir: &Path) -> Result<(usize, u64, u64, u64)> {
-    let files = measure::index_files(dir);
-    let (mut bytes, mut before, mut after) = (0, 0, 0);
-    for f in &files {
-        before += resident_bytes(f)?;
-        let file = std::fs::File::open(f)?;
-        file.sync_all()?;
-        let len = file.metadata()?.len();
-        bytes += len;
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on an fd we own for the duration of the call.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if rc != 0 {
-            bail!(
-                "posix_fadvise({}) failed: {}",
-                f.display(),
-                std::io::Error::from_raw_os_error(rc)
-            );
-        }
-        after += resident_bytes(f)?;
-    }
-    Ok((files.len(), bytes, before, after))
-}
-
-/// Reads every index file once so that it is in the page cache; returns resident bytes after.
-fn warm(dir: &Path) -> Result<u64> {
-    let mut resident = 0;
-    for f in measure::index_files(dir) {
-        std::io::copy(&mut std::fs::File::open(&f)?, &mut std::io::sink())?;
-        resident += resident_bytes(&f)?;
-    }
-    Ok(resident)
-}
-
-/// Bytes of `path` resident in the page cache (mmap + mincore), like `fincore`.
-fn resident_bytes(path: &Path) -> Result<u64> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len() as usize;
-    if len == 0 {
-        return Ok(0);
-    }
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    // SAFETY: read-only shared mapping of a file we hold open; unmapped below; never dereferenced.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if addr == libc::MAP_FAILED {
-        bail!(
-            "mmap {} failed: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    let pages = len.div_ceil(page);
-    let mut vec = vec![0u8; pages];
-    // SAFETY: addr/len is the mapping created above; vec has one byte per page as mincore needs.
-    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
-    // SAFETY: unmapping exactly the mapping created above.
-    unsafe { libc::munmap(addr, len) };
-    if rc != 0 {
-        bail!(
-            "mincore {} failed: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64)
-}
-
-fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Settings {
+fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Result<Settings> {
     let (runs, warmup, iters, cold, global) = match (workload, args.quick) {
         ("w1", false) => (3, 100, 500, 5, 20),
         ("w1", true) => (1, 5, 20, 1, 5),
@@ -397,7 +186,7 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Settings {
     };
     let mut threads = vec![1, cores];
     threads.dedup();
-    Settings {
+    Ok(Settings {
         quick: args.quick,
         index_runs: args.index_runs.unwrap_or(runs),
         threads,
@@ -407,7 +196,8 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Settings {
         global_warmup_rounds: global,
         memory_mb_per_thread: args.memory_mb,
         modes: "top10,top10_count,count".into(),
-    }
+        shapes: parse_shapes(&args.shapes)?,
+    })
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -429,12 +219,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Which engines can run here.
     let mut launchers: Vec<(String, Launcher)> = Vec::new();
     let mut engine_status = serde_json::Map::new();
-    for e in args
+    parse_shapes(&args.shapes)?;
+    let engines = args
         .engines
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-    {
+        .clone()
+        .unwrap_or_else(|| default_engines().to_string());
+    for e in engines.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let launcher = match e {
             "tantivy" => Ok(Launcher::SelfExe { engine: "tantivy" }),
             "quarry" if crate::QUARRY_DRIVER => Ok(Launcher::SelfExe { engine: "quarry" }),
@@ -442,7 +232,16 @@ pub fn run(args: RunArgs) -> Result<()> {
                 "skipped: quarry-bench was built without the quarry driver (feature `quarry-driver`)"
             )),
             "lucene" => lucene_launcher(&repo, args.lucene_jar.clone()),
-            other => bail!("unknown engine {other:?}: expected quarry, tantivy or lucene"),
+            "seekstorm" if crate::SEEKSTORM_DRIVER => Ok(Launcher::SelfExe {
+                engine: "seekstorm",
+            }),
+            "seekstorm" => Err(anyhow::anyhow!(
+                "skipped: quarry-bench was built without the SeekStorm driver; rebuild with \
+                 `--features seekstorm-driver` (it adds a few minutes of build time)"
+            )),
+            other => bail!(
+                "unknown engine {other:?}: expected quarry, tantivy, lucene or seekstorm"
+            ),
         };
         match launcher {
             Ok(l) => {
@@ -469,10 +268,22 @@ pub fn run(args: RunArgs) -> Result<()> {
         bail!("no engine can run");
     }
 
+    let codecs = if args.no_codecs {
+        Value::Null
+    } else {
+        eprintln!("[codecs] decode micro-benchmark and memory bandwidth (one core)");
+        let report = crate::codecs::measure(&crate::codecs::CodecArgs {
+            millis: if args.quick { 2 } else { 40 },
+            buffer_mb: None,
+            json: true,
+        });
+        serde_json::to_value(report)?
+    };
+
     for w in workloads(&args.workload)? {
         let started = Instant::now();
         let prepared = workload::prepare(w, &repo, &tmp, args.quick)?;
-        let settings = settings_for(w, &args, cores);
+        let settings = settings_for(w, &args, cores)?;
         eprintln!(
             "[{w}] {} docs, {} queries, settings {}",
             prepared.docs,
@@ -481,7 +292,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
         let mut results = json!({
             "meta": meta(&repo, &prepared, &settings, &engine_status),
-            "index": [], "query": [], "coldstart": [], "errors": [],
+            "index": [], "merge": [], "query": [], "coldstart": [], "errors": [],
+            "codecs": codecs.clone(),
         });
         for (name, launcher) in &launchers {
             if let Err(e) = run_engine(
@@ -613,43 +425,37 @@ fn run_engine(
     }
     let index = query_index.context("no 1-thread index was built")?;
 
-    // Queries: one process, single-threaded, warm-up then timed iterations per (query, mode).
-    let t = Instant::now();
-    let args = os(&[
-        &"query",
-        &"--index",
-        &index,
-        &"--queries",
-        &p.queries_path,
-        &"--modes",
-        &s.modes,
-        &"--warmup",
-        &s.warmup.to_string(),
-        &"--iters",
-        &s.iters.to_string(),
-        &"--global-warmup-rounds",
-        &s.global_warmup_rounds.to_string(),
-    ]);
-    let r = run_driver(launcher, &args)?;
-    let n = r.records.len();
-    for mut rec in r.records.into_iter().filter(|v| v["op"] == "query") {
-        rec["engine"] = json!(name);
-        push(results, "query", rec);
+    // Queries: per index shape, one process, single-threaded, warm-up then timed iterations per
+    // (query, mode). The merged shape is a copy of the queried index, force-merged to one segment.
+    for shape in &s.shapes {
+        let res = if shape == "merged" {
+            merged_copy(name, launcher, p, &index, results).and_then(|dir| {
+                let r = run_queries(name, launcher, p, s, &dir, shape, results);
+                if !keep {
+                    std::fs::remove_dir_all(&dir).ok();
+                }
+                r
+            })
+        } else {
+            run_queries(name, launcher, p, s, &index, shape, results)
+        };
+        if let Err(e) = res {
+            eprintln!("[{}/{name}] shape {shape}: {e:#}", p.name);
+            push(
+                results,
+                "errors",
+                json!({"engine": name, "shape": shape, "error": format!("{e:#}")}),
+            );
+        }
     }
-    eprintln!(
-        "[{}/{name}] {} query records in {:.1} s",
-        p.name,
-        n,
-        t.elapsed().as_secs_f64()
-    );
 
     // Cold start: fresh process per run, index in page cache ("warm") and evicted ("evicted").
     for cache in ["warm", "evicted"] {
         for run in 0..s.coldstart_runs {
             let (resident_before, evicted) = if cache == "warm" {
-                (warm(&index)?, Value::Null)
+                (cache::warm(&index)?, Value::Null)
             } else {
-                let (files, bytes, before, after) = evict(&index)?;
+                let (files, bytes, before, after) = cache::evict(&index)?;
                 (
                     after,
                     json!({"files": files, "bytes": bytes, "resident_before": before, "resident_after": after}),
@@ -687,6 +493,100 @@ fn run_engine(
             push(results, "coldstart", rec);
         }
     }
+    Ok(())
+}
+
+/// Copies the queried index to `<index>-merged` and force-merges the copy to one segment with the
+/// engine's driver; records the `merge` record; returns the copy's path.
+fn merged_copy(
+    name: &str,
+    launcher: &Launcher,
+    p: &Prepared,
+    index: &Path,
+    results: &mut Value,
+) -> Result<PathBuf> {
+    let mut dir = index.as_os_str().to_os_string();
+    dir.push("-merged");
+    let dir = PathBuf::from(dir);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    copy_dir(index, &dir)
+        .with_context(|| format!("copying {} to {}", index.display(), dir.display()))?;
+    let args = os(&[&"merge", &"--index", &dir, &"--max-segments", &"1"]);
+    let r = run_driver(launcher, &args)?;
+    let mut rec = r
+        .records
+        .into_iter()
+        .find(|v| v["op"] == "merge")
+        .context("driver printed no merge record")?;
+    rec["engine"] = json!(name);
+    rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
+    eprintln!(
+        "[{}/{name}] force-merge: {} -> {} segments in {:.1} s",
+        p.name,
+        rec["segments_before"],
+        rec["segments_after"],
+        rec["seconds"].as_f64().unwrap_or(f64::NAN)
+    );
+    push(results, "merge", rec);
+    Ok(dir)
+}
+
+/// Recursively copies the directory `from` to the new directory `to` (regular files and folders).
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the query set on `index` in one driver process and records every result with `shape`.
+fn run_queries(
+    name: &str,
+    launcher: &Launcher,
+    p: &Prepared,
+    s: &Settings,
+    index: &Path,
+    shape: &str,
+    results: &mut Value,
+) -> Result<()> {
+    let t = Instant::now();
+    let args = os(&[
+        &"query",
+        &"--index",
+        &index,
+        &"--queries",
+        &p.queries_path,
+        &"--modes",
+        &s.modes,
+        &"--warmup",
+        &s.warmup.to_string(),
+        &"--iters",
+        &s.iters.to_string(),
+        &"--global-warmup-rounds",
+        &s.global_warmup_rounds.to_string(),
+    ]);
+    let r = run_driver(launcher, &args)?;
+    let n = r.records.len();
+    for mut rec in r.records.into_iter().filter(|v| v["op"] == "query") {
+        rec["engine"] = json!(name);
+        rec["shape"] = json!(shape);
+        push(results, "query", rec);
+    }
+    eprintln!(
+        "[{}/{name}] shape {shape}: {n} query records in {:.1} s",
+        p.name,
+        t.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

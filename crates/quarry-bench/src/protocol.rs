@@ -93,6 +93,22 @@ pub struct IndexRecord {
     pub version: Option<String>,
 }
 
+/// Output of `merge`: the index at `--index` force-merged in place to at most `max_segments`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MergeRecord {
+    pub engine: String,
+    pub op: String,
+    pub max_segments: u64,
+    pub segments_before: u64,
+    pub segments_after: u64,
+    /// Wall time of the merge call(s), including the commit.
+    pub seconds: f64,
+    /// Size of the index directory afterwards.
+    pub index_bytes: u64,
+    /// Human-readable: which API call did it.
+    pub how: String,
+}
+
 /// One of the top hits of a query record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TopHit {

@@ -172,7 +172,8 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
     let script = shared.join("tools/wiki_to_jsonl.py");
     let sample = shared.join("data/enwiki-2015-sample/AA.zst");
     let qfile = shared.join("data/queries/queries.txt");
-    for p in [&script, &sample, &qfile] {
+    let term_file = shared.join("data/queries/query_term.txt");
+    for p in [&script, &sample, &qfile, &term_file] {
         if !p.exists() {
             return Err(missing_shared(&shared, p));
         }
@@ -213,35 +214,7 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         .parse()
         .unwrap_or(0);
 
-    let text = std::fs::read_to_string(&qfile)?;
-    let mut queries = Vec::new();
-    let mut per_class = std::collections::HashMap::<String, usize>::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line)?;
-        let tag = v["tags"]
-            .get(0)
-            .and_then(|t| t.as_str())
-            .unwrap_or("mixed")
-            .to_string();
-        let class = match tag.as_str() {
-            "term" | "intersection" | "union" | "phrase" => tag.clone(),
-            _ => "mixed".into(), // negated, intersection_union, two-phase-critic
-        };
-        let n = per_class.entry(class.clone()).or_default();
-        if quick && *n >= W2_QUICK_QUERIES_PER_CLASS {
-            continue;
-        }
-        *n += 1;
-        let query = v["query"]
-            .as_str()
-            .context("query field missing")?
-            .to_string();
-        queries.push(QuerySpec {
-            query,
-            class,
-            name: Some(tag),
-        });
-    }
+    let (queries, added_terms) = w2_queries(&qfile, &term_file, quick)?;
     let queries_path = dir.join(if quick {
         "queries-quick.jsonl"
     } else {
@@ -257,8 +230,9 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         name: "w2".into(),
         description: format!(
             "W2: English Wikipedia 2015 sample split into paragraphs ({docs} docs{}); search-benchmark-game \
-             queries.txt ({} queries{}), classes from the first tag (negated, intersection_union and \
-             two-phase-critic count as mixed)",
+             queries.txt plus the {added_terms} single-term queries of query_term.txt not already in it, as class \
+             term ({} queries{}); classes from the first tag (negated, intersection_union and two-phase-critic \
+             count as mixed)",
             if quick { format!(", --quick: the first {W2_QUICK_DOCS} paragraphs in dump order") } else { String::new() },
             queries.len(),
             if quick {
@@ -273,4 +247,146 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         queries,
         coldstart_query,
     })
+}
+
+/// The W2 query set: every line of `queries.txt` (class = first tag), then every line of
+/// `query_term.txt` (class `term`) whose query is not already in the set; with `quick`, only
+/// the first [`W2_QUICK_QUERIES_PER_CLASS`] of each class. Returns the set and how many
+/// queries `query_term.txt` added.
+pub fn w2_queries(qfile: &Path, term_file: &Path, quick: bool) -> Result<(Vec<QuerySpec>, usize)> {
+    let text =
+        std::fs::read_to_string(qfile).with_context(|| format!("reading {}", qfile.display()))?;
+    let terms = std::fs::read_to_string(term_file)
+        .with_context(|| format!("reading {}", term_file.display()))?;
+    let mut queries: Vec<QuerySpec> = Vec::new();
+    let mut seen = std::collections::HashSet::<String>::new();
+    let mut per_class = std::collections::HashMap::<String, usize>::new();
+    let mut added_terms = 0;
+    let lines = text
+        .lines()
+        .enumerate()
+        .map(|(n, l)| (qfile, n, l, false))
+        .chain(
+            terms
+                .lines()
+                .enumerate()
+                .map(|(n, l)| (term_file, n, l, true)),
+        );
+    for (file, n, line, from_terms) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).with_context(|| {
+            format!(
+                "{}:{}: not a {{query, tags}} JSON line",
+                file.display(),
+                n + 1
+            )
+        })?;
+        let tag = v["tags"]
+            .get(0)
+            .and_then(|t| t.as_str())
+            .unwrap_or("mixed")
+            .to_string();
+        let class = match tag.as_str() {
+            _ if from_terms => "term".to_string(),
+            "term" | "intersection" | "union" | "phrase" => tag.clone(),
+            _ => "mixed".into(), // negated, intersection_union, two-phase-critic
+        };
+        let query = v["query"]
+            .as_str()
+            .with_context(|| format!("{}:{}: query field missing", file.display(), n + 1))?
+            .to_string();
+        if from_terms && seen.contains(&query) {
+            continue;
+        }
+        let c = per_class.entry(class.clone()).or_default();
+        if quick && *c >= W2_QUICK_QUERIES_PER_CLASS {
+            continue;
+        }
+        *c += 1;
+        seen.insert(query.clone());
+        if from_terms {
+            added_terms += 1;
+        }
+        queries.push(QuerySpec {
+            query,
+            class,
+            name: Some(if from_terms {
+                "term (query_term.txt)".into()
+            } else {
+                tag
+            }),
+        });
+    }
+    Ok((queries, added_terms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_queries() -> Option<(PathBuf, PathBuf)> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let q = shared_dir(&repo).join("data/queries");
+        let pair = (q.join("queries.txt"), q.join("query_term.txt"));
+        (pair.0.exists() && pair.1.exists()).then_some(pair)
+    }
+
+    #[test]
+    fn w2_query_set_has_the_term_class() {
+        let dir = std::env::temp_dir().join(format!("quarry-bench-w2q-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (qf, tf) = (dir.join("queries.txt"), dir.join("query_term.txt"));
+        std::fs::write(
+            &qf,
+            "{\"query\": \"the\", \"tags\": [\"term\"]}\n\
+             {\"query\": \"+a +b\", \"tags\": [\"intersection\", \"global\"]}\n\
+             {\"query\": \"x -y\", \"tags\": [\"negated\"]}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &tf,
+            "{\"query\": \"the\", \"tags\": [\"term\"]}\n{\"query\": \"world\", \"tags\": [\"term\"]}\n\n\
+             {\"query\": \"state\", \"tags\": [\"term\"]}\n",
+        )
+        .unwrap();
+        let (qs, added) = w2_queries(&qf, &tf, false).unwrap();
+        let got: Vec<(&str, &str)> = qs
+            .iter()
+            .map(|q| (q.query.as_str(), q.class.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("the", "term"),
+                ("+a +b", "intersection"),
+                ("x -y", "mixed"),
+                ("world", "term"),
+                ("state", "term")
+            ]
+        );
+        assert_eq!(added, 2);
+        let (quick, _) = w2_queries(&qf, &tf, true).unwrap();
+        assert_eq!(quick.len(), 5);
+        std::fs::write(&tf, "not json\n").unwrap();
+        let err = w2_queries(&qf, &tf, false).unwrap_err();
+        assert!(format!("{err:#}").contains("query_term.txt:1"), "{err:#}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// On the real shared data (skipped when ../shared is absent): 115 term queries in all.
+    #[test]
+    fn shared_w2_query_set_has_115_term_queries() {
+        let Some((qf, tf)) = shared_queries() else {
+            eprintln!("shared data not found; skipped");
+            return;
+        };
+        let (qs, added) = w2_queries(&qf, &tf, false).unwrap();
+        assert_eq!(qs.iter().filter(|q| q.class == "term").count(), 115);
+        assert_eq!(added, 114);
+        assert_eq!(qs.len(), 962 + 114);
+        let (quick, _) = w2_queries(&qf, &tf, true).unwrap();
+        assert_eq!(quick.iter().filter(|q| q.class == "term").count(), 10);
+    }
 }

@@ -10,6 +10,9 @@ pub mod tantivy;
 #[cfg(feature = "quarry-driver")]
 pub mod quarry;
 
+#[cfg(feature = "seekstorm-driver")]
+pub mod seekstorm;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,7 +22,8 @@ use clap::Subcommand;
 
 use crate::measure;
 use crate::protocol::{
-    self, ColdstartRecord, IndexRecord, Mode, QueryRecord, QuerySpec, SourceDoc, TopHit,
+    self, ColdstartRecord, IndexRecord, MergeRecord, Mode, QueryRecord, QuerySpec, SourceDoc,
+    TopHit,
 };
 
 /// The driver subcommands (same names and flags as the Lucene jar).
@@ -53,6 +57,13 @@ pub enum DriverCmd {
         #[arg(long, default_value_t = 10)]
         global_warmup_rounds: u64,
     },
+    /// Force-merge the committed index at DIR in place to at most K segments; print a `merge` record.
+    Merge {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        max_segments: u64,
+    },
     /// Open the index, answer one query (top 10 with stored ids) and print a `coldstart` record.
     Coldstart {
         #[arg(long)]
@@ -80,6 +91,9 @@ pub trait SearchEngine: Sized {
     ) -> Result<IndexConfig>;
     /// Number of segments of the committed index at `dir`.
     fn segments(dir: &Path) -> Result<u64>;
+    /// Rewrites the committed index at `dir` into at most `max_segments` segments and commits;
+    /// returns how (the API call), for the report.
+    fn force_merge(dir: &Path, max_segments: u64) -> Result<String>;
 
     /// Opens the committed index with the engine's default directory.
     fn open(dir: &Path) -> Result<Self>;
@@ -122,6 +136,13 @@ pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
             iters,
             global_warmup_rounds,
         ),
+        DriverCmd::Merge {
+            index,
+            max_segments,
+        } => {
+            let rec = merge_cmd::<E>(&index, max_segments)?;
+            protocol::emit(&rec)
+        }
         DriverCmd::Coldstart { index, query } => {
             let rec = coldstart_cmd::<E>(&index, &query)?;
             protocol::emit(&rec)
@@ -209,6 +230,24 @@ fn index_cmd<E: SearchEngine>(
         rss_before_timing_bytes: Some(rss_before),
         config: Some(config.description),
         version: Some(E::version()),
+    })
+}
+
+fn merge_cmd<E: SearchEngine>(dir: &Path, max_segments: u64) -> Result<MergeRecord> {
+    anyhow::ensure!(max_segments >= 1, "--max-segments must be at least 1");
+    let before = E::segments(dir)?;
+    let start = Instant::now();
+    let how = E::force_merge(dir, max_segments)?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(MergeRecord {
+        engine: E::NAME.into(),
+        op: "merge".into(),
+        max_segments,
+        segments_before: before,
+        segments_after: E::segments(dir)?,
+        seconds,
+        index_bytes: measure::dir_bytes(dir),
+        how,
     })
 }
 

@@ -108,6 +108,20 @@ impl SearchEngine for Quarry {
         Ok(Index::open(dir)?.segment_count() as u64)
     }
 
+    fn force_merge(dir: &Path, max_segments: u64) -> Result<String> {
+        let opts = WriterOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let mut writer = IndexWriter::open(dir, opts)?;
+        let stats = writer.force_merge(max_segments as usize)?;
+        drop(writer);
+        Ok(format!(
+            "IndexWriter::open + force_merge({max_segments}) ({} merge(s))",
+            stats.merges
+        ))
+    }
+
     fn open(dir: &Path) -> Result<Self> {
         Self::open_with(dir, directory_from_env()?)
     }

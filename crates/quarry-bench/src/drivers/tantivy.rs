@@ -83,6 +83,23 @@ impl SearchEngine for Tantivy {
         Ok(index.searchable_segment_ids()?.len() as u64)
     }
 
+    fn force_merge(dir: &Path, max_segments: u64) -> Result<String> {
+        anyhow::ensure!(
+            max_segments == 1,
+            "the Tantivy driver merges to exactly one segment (got --max-segments {max_segments})"
+        );
+        let index = Index::open_in_dir(dir)?;
+        // One thread and Tantivy's minimum budget: the merge itself does not use the budget.
+        let mut writer = index.writer_with_num_threads::<TantivyDocument>(1, 15_000_000)?;
+        let ids = index.searchable_segment_ids()?;
+        if ids.len() > 1 {
+            writer.merge(&ids).wait()?;
+        }
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        Ok("IndexWriter::merge(all searchable segment ids) + commit + wait_merging_threads".into())
+    }
+
     fn open(dir: &Path) -> Result<Self> {
         let index = Index::open_in_dir(dir)
             .with_context(|| format!("opening tantivy index {}", dir.display()))?;

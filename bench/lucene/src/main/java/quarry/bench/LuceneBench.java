@@ -78,6 +78,7 @@ public final class LuceneBench {
       case "index" -> cmdIndex(a);
       case "query" -> cmdQuery(a);
       case "coldstart" -> cmdColdstart(a);
+      case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
       default -> {
         System.err.println("unknown subcommand: " + cmd);
@@ -96,6 +97,7 @@ public final class LuceneBench {
           query     --index DIR --queries Q.jsonl [--modes top10,top10_count,count] [--warmup W] [--iters I]
                     [--global-warmup-rounds R] [--default-field body] [--query-cache off|default]
           coldstart --index DIR --query "..." [--default-field body]
+          merge     --index DIR [--max-segments K]   (forceMerge(K), default 1, then commit)
           oracle    --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [--queries-set NAME=FILE ...]
                     --out FILE [--index DIR]
         """);
@@ -208,6 +210,41 @@ public final class LuceneBench {
     }
     j.num("peak_rss_bytes", peakRssBeforeMerge);
     j.str("timed", "IndexWriter open + addDocument of pre-loaded docs + commit + close");
+    OUT.println(j.end());
+  }
+
+  // ---------------------------------------------------------------- merge
+
+  /** Force-merges an existing index to at most K segments (IndexWriter.forceMerge) and commits. */
+  static void cmdMerge(Args a) throws Exception {
+    Path indexDir = Paths.get(a.req("--index"));
+    int maxSegments = a.intOpt("--max-segments", 1);
+    a.done();
+    if (maxSegments < 1) throw new IllegalArgumentException("--max-segments must be >= 1");
+    int before;
+    try (Directory dir = FSDirectory.open(indexDir)) {
+      before = SegmentInfos.readLatestCommit(dir).size();
+    }
+    long m0 = System.nanoTime();
+    try (Directory dir = FSDirectory.open(indexDir);
+        IndexWriter w =
+            new IndexWriter(
+                dir,
+                new IndexWriterConfig(new StandardAnalyzer())
+                    .setOpenMode(IndexWriterConfig.OpenMode.APPEND))) {
+      w.forceMerge(maxSegments);
+      w.commit();
+    }
+    double seconds = (System.nanoTime() - m0) / 1e9;
+    int after;
+    try (Directory dir = FSDirectory.open(indexDir)) {
+      after = SegmentInfos.readLatestCommit(dir).size();
+    }
+    Json j = new Json();
+    j.str("engine", ENGINE).str("op", "merge").num("max_segments", maxSegments);
+    j.num("segments_before", before).num("segments_after", after).dbl("seconds", seconds, 6);
+    j.num("index_bytes", dirBytes(indexDir));
+    j.str("how", "IndexWriter(APPEND).forceMerge(" + maxSegments + ") + commit + close");
     OUT.println(j.end());
   }
 

@@ -1,4 +1,9 @@
 //! What do the numbers say: the Markdown report and its charts, computed from the results JSON.
+//!
+//! Setup, indexing, index shapes, cold start and the codec micro-benchmark are here; the query
+//! figures (per index shape, and quarry against the best peer) are in [`queries`].
+
+mod queries;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -8,10 +13,9 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::charts::{self, Series};
-use crate::measure::{geomean, mean, median};
-use crate::workload::CLASSES;
+use crate::measure::median;
 
-const ENGINE_ORDER: [&str; 3] = ["quarry", "tantivy", "lucene"];
+const ENGINE_ORDER: [&str; 4] = ["quarry", "tantivy", "lucene", "seekstorm"];
 const MODES: [&str; 3] = ["top10", "top10_count", "count"];
 
 fn f(v: &Value) -> f64 {
@@ -120,9 +124,11 @@ pub fn write_all(results: &Value, out_dir: &Path, stem: &str) -> Result<PathBuf>
     setup_section(&mut md, results)?;
     timing_section(&mut md, results)?;
     index_section(&mut md, results, &engines, out_dir, stem)?;
-    query_section(&mut md, results, &engines, out_dir, stem)?;
+    shapes_section(&mut md, results, &engines)?;
+    queries::query_section(&mut md, results, &engines, out_dir, stem)?;
     coldstart_section(&mut md, results, &engines, out_dir, stem)?;
-    detail_section(&mut md, results, &engines)?;
+    codecs_section(&mut md, results)?;
+    queries::detail_section(&mut md, results, &engines)?;
     let errors = arr(results, "errors");
     if !errors.is_empty() {
         writeln!(md, "## Errors\n")?;
@@ -382,216 +388,78 @@ fn index_section(
     Ok(())
 }
 
-/// (mode, query) -> engine -> record, for records without error.
-type Cells<'a> = BTreeMap<(String, String), HashMap<String, &'a Value>>;
-
-fn cells<'a>(results: &'a Value) -> (Cells<'a>, Vec<(String, String)>) {
-    let mut cells: Cells = BTreeMap::new();
-    let mut order: Vec<(String, String)> = Vec::new(); // (query, class) in first-seen order
-    for r in arr(results, "query") {
-        let q = s(&r["query"]);
-        if !order.iter().any(|(oq, _)| *oq == q) {
-            order.push((q.clone(), s(&r["class"])));
-        }
-        if r.get("error").is_some_and(|e| !e.is_null()) {
-            continue;
-        }
-        cells
-            .entry((s(&r["mode"]), q))
-            .or_default()
-            .insert(s(&r["engine"]), r);
-    }
-    (cells, order)
-}
-
-fn query_section(
-    md: &mut String,
-    results: &Value,
-    engines: &[String],
-    out_dir: &Path,
-    stem: &str,
-) -> Result<()> {
-    if arr(results, "query").is_empty() {
+/// Segment counts and sizes of the two index shapes the queries ran on.
+fn shapes_section(md: &mut String, results: &Value, engines: &[String]) -> Result<()> {
+    let merges = arr(results, "merge");
+    if merges.is_empty() && queries::shapes_present(results).len() < 2 {
         return Ok(());
     }
-    let (cells, order) = cells(results);
-    let class_of: HashMap<&str, &str> = order
-        .iter()
-        .map(|(q, c)| (q.as_str(), c.as_str()))
-        .collect();
-    writeln!(md, "## Queries\n")?;
-    writeln!(md, "Per class: number of queries, the mean and geometric mean over queries of each engine's p50 latency (µs), and ratios. \
-                  *mean ratio* = mean(A) / mean(B); *geo ratio* = geometric mean over queries of p50(A) / p50(B). Below 1 means A is faster.\n")?;
-    let mut fastest_lines = Vec::new();
-    for mode in MODES {
-        let mut per_class: BTreeMap<usize, (String, HashMap<String, Vec<f64>>)> = BTreeMap::new();
-        for ((m, q), by_engine) in &cells {
-            if m != mode || engines.iter().any(|e| !by_engine.contains_key(e)) {
-                continue;
-            }
-            let class = class_of.get(q.as_str()).copied().unwrap_or("mixed");
-            let ci = CLASSES
-                .iter()
-                .position(|c| *c == class)
-                .unwrap_or(CLASSES.len());
-            let entry = per_class
-                .entry(ci)
-                .or_insert_with(|| (class.to_string(), HashMap::new()));
-            for e in engines {
-                entry
-                    .1
-                    .entry(e.clone())
-                    .or_default()
-                    .push(f(&by_engine[e]["p50_us"]));
-            }
-        }
-        if per_class.is_empty() {
-            continue;
-        }
-        writeln!(md, "### Mode `{mode}`\n")?;
-        let mut header = "| class | n |".to_string();
-        let mut sep = "|---|---:|".to_string();
-        for e in engines {
-            write!(header, " {e} mean µs | {e} geomean µs |")?;
-            sep.push_str("---:|---:|");
-        }
-        for (a, b) in pairs(engines) {
-            write!(header, " {a}/{b} mean ratio | {a}/{b} geo ratio |")?;
-            sep.push_str("---:|---:|");
-        }
-        writeln!(md, "{header}\n{sep}")?;
-        let mut chart_groups = Vec::new();
-        let mut chart_vals: HashMap<String, Vec<Option<f64>>> = HashMap::new();
-        for (class, lat) in per_class.values() {
-            let n = lat.values().next().map(Vec::len).unwrap_or(0);
-            let mut row = format!("| {class} | {n} |");
-            for e in engines {
-                write!(row, " {} | {} |", num(mean(&lat[e])), num(geomean(&lat[e])))?;
-            }
-            for (a, b) in pairs(engines) {
-                let ratios: Vec<f64> = lat[&a].iter().zip(&lat[&b]).map(|(x, y)| x / y).collect();
-                write!(
-                    row,
-                    " {:.2} | {:.2} |",
-                    mean(&lat[&a]) / mean(&lat[&b]),
-                    geomean(&ratios)
-                )?;
-            }
-            writeln!(md, "{row}")?;
-            chart_groups.push(class.clone());
-            for e in engines {
-                chart_vals
-                    .entry(e.clone())
-                    .or_default()
-                    .push(Some(geomean(&lat[e])));
-            }
-            if engines.len() > 1 {
-                let mut ranked: Vec<(f64, &String)> =
-                    engines.iter().map(|e| (geomean(&lat[e]), e)).collect();
-                ranked.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
-                let others = ranked[1..]
-                    .iter()
-                    .map(|(g, e)| format!("{:.2}× faster than {e}", g / ranked[0].0))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                fastest_lines.push(format!("- `{mode}` / {class} ({n} queries): **{}** is fastest, {others} (geomean p50).", ranked[0].1));
-            }
-        }
-        writeln!(md)?;
-        let series: Vec<Series> = engines
+    writeln!(
+        md,
+        "## Index shapes
+"
+    )?;
+    writeln!(
+        md,
+        "Queries run on two shapes of each engine's index: `default`, as the engine's defaults leave it after \
+         the last 1-thread indexing run, and `merged`, a copy of it force-merged to one segment (quarry \
+         `IndexWriter::force_merge(1)`, Tantivy `IndexWriter::merge` of all segments, Lucene \
+         `IndexWriter.forceMerge(1)`; SeekStorm has no merge and is rebuilt into one shard from its document \
+         store). The merge is not part of the indexing time.\n"
+    )?;
+    writeln!(md, "| engine | default: segments | default: bytes | merged: segments | merged: bytes | merge s | how |")?;
+    writeln!(md, "|---|---:|---:|---:|---:|---:|---|")?;
+    for e in engines {
+        let default = arr(results, "index")
             .iter()
-            .map(|e| Series {
-                name: e.clone(),
-                values: chart_vals.remove(e).unwrap_or_default(),
-            })
-            .collect();
-        let png = format!("{stem}-latency-{mode}.png");
-        let title = format!("Query latency, mode {mode}: geometric mean of p50 per class (µs, log scale, lower is better)");
-        match charts::grouped_bars(
-            &out_dir.join(&png),
-            &title,
-            "µs",
-            &chart_groups,
-            &series,
-            true,
-        ) {
-            Ok(()) => writeln!(md, "![latency {mode}]({png})\n")?,
-            Err(e) => writeln!(md, "(chart not drawn: {e:#})\n")?,
-        }
-    }
-    if !fastest_lines.is_empty() {
-        writeln!(md, "### Fastest engine per class\n")?;
-        for l in fastest_lines {
-            writeln!(md, "{l}")?;
-        }
-        writeln!(md)?;
-    }
-    agreement_section(md, &cells, engines)?;
-    Ok(())
-}
-
-fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Result<()> {
-    if engines.len() < 2 {
-        return Ok(());
-    }
-    writeln!(md, "### Do the engines agree?\n")?;
-    writeln!(md, "Exact hit counts (mode `count`) and overlap of the top-10 ids (mode `top10_count`) between engines, over queries both ran.\n")?;
-    writeln!(md, "| pair | queries | same count | mean top-10 overlap |")?;
-    writeln!(md, "|---|---:|---:|---:|")?;
-    let mut mismatches = Vec::new();
-    for (a, b) in pairs(engines) {
-        let (mut n, mut same) = (0, 0);
-        for ((m, q), by) in cells {
-            if m != "count" {
-                continue;
-            }
-            if let (Some(x), Some(y)) = (by.get(&a), by.get(&b)) {
-                n += 1;
-                if x["hits"] == y["hits"] {
-                    same += 1;
-                } else if mismatches.len() < 15 {
-                    mismatches.push(format!(
-                        "- `{q}`: {a} {}, {b} {}",
-                        s(&x["hits"]),
-                        s(&y["hits"])
-                    ));
-                }
-            }
-        }
-        let mut overlaps = Vec::new();
-        for ((m, _), by) in cells {
-            if m != "top10_count" {
-                continue;
-            }
-            if let (Some(x), Some(y)) = (by.get(&a), by.get(&b)) {
-                let ids = |r: &Value| -> Vec<String> {
-                    r["top"]
-                        .as_array()
-                        .map(|t| t.iter().map(|h| s(&h["id"])).collect())
-                        .unwrap_or_default()
-                };
-                let (ix, iy) = (ids(x), ids(y));
-                if ix.is_empty() && iy.is_empty() {
-                    continue;
-                }
-                let common = ix.iter().filter(|i| iy.contains(i)).count();
-                overlaps.push(common as f64 / ix.len().max(iy.len()) as f64);
-            }
-        }
+            .rfind(|r| s(&r["engine"]) == *e && r["threads"] == 1);
+        let merged = merges.iter().rfind(|r| s(&r["engine"]) == *e);
+        let failed = arr(results, "errors")
+            .iter()
+            .find(|r| s(&r["engine"]) == *e && r["shape"] == "merged")
+            .map(|r| format!("failed: {}", s(&r["error"]).replace('\n', " ")));
+        let cell = |r: Option<&Value>, k: &str| r.map(|r| s(&r[k])).unwrap_or("–".into());
         writeln!(
             md,
-            "| {a} vs {b} | {n} | {same} | {:.1}% |",
-            100.0 * mean(&overlaps)
+            "| {e} | {} | {} | {} | {} | {} | {} |",
+            default.map(|r| s(&r["segments"])).unwrap_or("–".into()),
+            cell(default, "index_bytes"),
+            merged
+                .map(|r| s(&r["segments_after"]))
+                .unwrap_or("–".into()),
+            cell(merged, "index_bytes"),
+            merged
+                .map(|r| format!("{:.1}", f(&r["seconds"])))
+                .unwrap_or("–".into()),
+            merged
+                .map(|r| s(&r["how"]))
+                .or(failed)
+                .unwrap_or("not run".into())
         )?;
     }
     writeln!(md)?;
-    if !mismatches.is_empty() {
-        writeln!(md, "<details><summary>First count mismatches</summary>\n")?;
-        for m in mismatches {
-            writeln!(md, "{m}")?;
-        }
-        writeln!(md, "\n</details>\n")?;
+    Ok(())
+}
+
+/// The codec micro-benchmark, when the run measured it.
+fn codecs_section(md: &mut String, results: &Value) -> Result<()> {
+    if results["codecs"].is_null() {
+        return Ok(());
     }
+    let report: crate::codecs::CodecReport = serde_json::from_value(results["codecs"].clone())
+        .context("the results' `codecs` entry is not a codec report")?;
+    writeln!(
+        md,
+        "## Codec micro-benchmark
+"
+    )?;
+    writeln!(
+        md,
+        "Decode speed of quarry's block codecs through the public API of `quarry-codecs` (`quarry-bench codecs` \
+         prints the same table), {} ms per timed pass, best of 3.\n",
+        report.millis_per_pass
+    )?;
+    writeln!(md, "{}", crate::codecs::markdown(&report))?;
     Ok(())
 }
 
@@ -687,79 +555,6 @@ fn coldstart_section(
     Ok(())
 }
 
-fn detail_section(md: &mut String, results: &Value, engines: &[String]) -> Result<()> {
-    let (cells, order) = cells(results);
-    if order.is_empty() {
-        return Ok(());
-    }
-    writeln!(md, "## Every query\n")?;
-    writeln!(
-        md,
-        "<details><summary>p50 / p90 / p99 / mean µs and hits per engine, every query and mode ({} queries)</summary>\n",
-        order.len()
-    )?;
-    let mut header = "| query | class | mode |".to_string();
-    let mut sep = "|---|---|---|".to_string();
-    for e in engines {
-        write!(
-            header,
-            " {e} p50 | {e} p90 | {e} p99 | {e} mean | {e} hits |"
-        )?;
-        sep.push_str("---:|---:|---:|---:|---:|");
-    }
-    writeln!(md, "{header}\n{sep}")?;
-    for (q, class) in &order {
-        for mode in MODES {
-            let Some(by) = cells.get(&(mode.to_string(), q.clone())) else {
-                continue;
-            };
-            let mut row = format!("| `{}` | {class} | {mode} |", q.replace('|', "\\|"));
-            for e in engines {
-                match by.get(e) {
-                    Some(r) => {
-                        let rel = if s(&r["hits_relation"]) == "gte" {
-                            "≥"
-                        } else {
-                            ""
-                        };
-                        write!(
-                            row,
-                            " {} | {} | {} | {} | {rel}{} |",
-                            num(f(&r["p50_us"])),
-                            num(f(&r["p90_us"])),
-                            num(f(&r["p99_us"])),
-                            num(f(&r["mean_us"])),
-                            s(&r["hits"])
-                        )?
-                    }
-                    None => row.push_str(" – | – | – | – | – |"),
-                }
-            }
-            writeln!(md, "{row}")?;
-        }
-    }
-    writeln!(md, "\n</details>\n")?;
-    let errors: Vec<&Value> = arr(results, "query")
-        .iter()
-        .filter(|r| r.get("error").is_some_and(|e| !e.is_null()))
-        .collect();
-    if !errors.is_empty() {
-        writeln!(md, "Queries an engine could not run ({}):\n", errors.len())?;
-        for r in errors.iter().take(30) {
-            writeln!(
-                md,
-                "- {} `{}` ({}): {}",
-                s(&r["engine"]),
-                s(&r["query"]),
-                s(&r["mode"]),
-                s(&r["error"]).replace('\n', " ")
-            )?;
-        }
-        writeln!(md)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -819,7 +614,10 @@ mod tests {
         );
         assert!(md.contains("| tantivy vs lucene | 2 | 1 |"), "{md}");
         assert!(md.contains("Engine **quarry**: not built"), "{md}");
-        assert!(md.contains("lucene `bad(` (count): parse"), "{md}");
+        assert!(
+            md.contains("lucene `bad(` (count, shape default): parse"),
+            "{md}"
+        );
         for png in [
             "t-indexing.png",
             "t-coldstart.png",
@@ -828,6 +626,129 @@ mod tests {
         ] {
             assert!(dir.join(png).exists(), "{png} missing");
         }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    fn qs(
+        engine: &str,
+        shape: &str,
+        query: &str,
+        class: &str,
+        mode: &str,
+        p50: f64,
+        mean: f64,
+    ) -> Value {
+        let mut r = q(engine, query, class, mode, p50, 3);
+        r["shape"] = json!(shape);
+        r["mean_us"] = json!(mean);
+        r
+    }
+
+    /// Two shapes, quarry and two peers: the verdict table picks the best peer per cell, marks
+    /// the cells at target and names the segment counts; the codec section is rendered.
+    #[test]
+    fn verdict_per_cell_and_shape() {
+        let mut query = Vec::new();
+        for mode in MODES {
+            for (shape, k) in [("default", 1.0), ("merged", 0.5)] {
+                // term: quarry 7.5 vs best peer 10 (tantivy) -> 0.75, at target; mean 20 vs 10 -> 2.00.
+                query.push(qs("quarry", shape, "a", "term", mode, 7.5 * k, 20.0 * k));
+                query.push(qs("tantivy", shape, "a", "term", mode, 10.0 * k, 30.0 * k));
+                query.push(qs(
+                    "seekstorm",
+                    shape,
+                    "a",
+                    "term",
+                    mode,
+                    40.0 * k,
+                    10.0 * k,
+                ));
+                // union: quarry 9 vs 10 -> 0.90, not at target; mean 10 vs 10 -> 1.00 at target.
+                query.push(qs("quarry", shape, "b c", "union", mode, 9.0 * k, 10.0 * k));
+                query.push(qs(
+                    "tantivy",
+                    shape,
+                    "b c",
+                    "union",
+                    mode,
+                    10.0 * k,
+                    10.0 * k,
+                ));
+                query.push(qs(
+                    "seekstorm",
+                    shape,
+                    "b c",
+                    "union",
+                    mode,
+                    12.0 * k,
+                    11.0 * k,
+                ));
+            }
+        }
+        let codecs = crate::codecs::measure(&crate::codecs::CodecArgs {
+            millis: 1,
+            buffer_mb: Some(4),
+            json: true,
+        });
+        let results = json!({
+            "meta": {"date": "2026-01-01", "workload": "w2", "description": "test", "settings": {"quick": false},
+                     "engines": {}},
+            "index": [
+                {"engine": "quarry", "op": "index", "threads": 1, "docs": 100, "seconds": 1.0, "docs_per_sec": 100.0,
+                 "index_bytes": 1000, "segments": 6, "peak_rss_bytes": 1, "timed": "t"},
+                {"engine": "tantivy", "op": "index", "threads": 1, "docs": 100, "seconds": 1.0, "docs_per_sec": 100.0,
+                 "index_bytes": 1000, "segments": 2, "peak_rss_bytes": 1, "timed": "t"},
+                {"engine": "seekstorm", "op": "index", "threads": 1, "docs": 100, "seconds": 1.0, "docs_per_sec": 100.0,
+                 "index_bytes": 1000, "segments": 2, "peak_rss_bytes": 1, "timed": "t"}
+            ],
+            "merge": [
+                {"engine": "quarry", "op": "merge", "max_segments": 1, "segments_before": 6, "segments_after": 1,
+                 "seconds": 2.5, "index_bytes": 900, "how": "force_merge(1)"},
+                {"engine": "tantivy", "op": "merge", "max_segments": 1, "segments_before": 2, "segments_after": 1,
+                 "seconds": 1.5, "index_bytes": 950, "how": "merge"},
+                {"engine": "seekstorm", "op": "merge", "max_segments": 1, "segments_before": 2, "segments_after": 1,
+                 "seconds": 3.0, "index_bytes": 990, "how": "rebuilt"}
+            ],
+            "query": query, "coldstart": [], "errors": [], "codecs": codecs,
+        });
+        let dir = std::env::temp_dir().join(format!("quarry-bench-verdict-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let md = std::fs::read_to_string(write_all(&results, &dir, "v").unwrap()).unwrap();
+        for shape in ["default", "merged"] {
+            assert!(md.contains(&format!("### Shape `{shape}`")), "{md}");
+        }
+        assert!(
+            md.contains("Segments: quarry 6, tantivy 2, seekstorm 2."),
+            "{md}"
+        );
+        assert!(
+            md.contains("Segments: quarry 1, tantivy 1, seekstorm 1."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| top10 | term | 1 | 7.50 | tantivy 10.0 | **0.75** ✓ | 20.0 | seekstorm 10.0 | 2.00 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| count | union | 1 | 4.50 | tantivy 5.00 | 0.90 | 5.00 | tantivy 5.00 | **1.00** ✓ |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| top10 | **0.75** ✓ / 2.00 | 0.90 / **1.00** ✓ |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Cells meeting the p50 target: 3 of 6; meeting the mean target: 3 of 6."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| quarry | 6 | 1000 | 1 | 900 | 2.5 | force_merge(1) |"),
+            "{md}"
+        );
+        assert!(md.contains("## Codec micro-benchmark"), "{md}");
+        assert!(md.contains("| bitpacked | 8 bits | 1.000 |"), "{md}");
+        assert!(dir.join("v-latency-top10-merged.png").exists());
+        assert!(dir.join("v-latency-top10.png").exists());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -1,0 +1,433 @@
+//! How fast do quarry's integer codecs decode, next to how fast this machine can stream memory?
+//!
+//! `quarry-bench codecs` (and every `run`, whose report gets the figures) measures, on one core,
+//! through the public API of `quarry-codecs` (so faster kernels added there show up here):
+//! - bit-packed blocks of 128 (`BlockCodec::unpack`, frequency blocks) for every width 0..=32;
+//! - delta-coded sorted blocks (`BlockCodec::unpack_sorted`, doc-id blocks) for every width that
+//!   a sorted block of u32 can have;
+//! - LEB128 varints (`varint::read_u32`) by encoded length 1..=5 bytes;
+//! - the postings tail (the last block of a list, fewer than 128 documents): per document one
+//!   u64 varint `delta << 1 | (freq == 1)` and, when freq > 1, a u32 varint, decoded with
+//!   `varint::read_u64` / `read_u32` the way the postings reader does;
+//! - the streaming read bandwidth of main memory (a buffer four times the last-level cache, summed
+//!   as u64 words), and from it each width's memory-bound decode rate: bandwidth / (width / 8)
+//!   integers per second, the most a decoder could deliver if its input came from RAM.
+//!
+//! Inputs are a few hundred blocks that stay in the L2 cache, so the decode figures are compute
+//! bound; each figure is the best of several timed passes of at least `millis` milliseconds.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Args;
+use quarry_codecs::{varint, BlockCodec, BLOCK_LEN};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Args)]
+pub struct CodecArgs {
+    /// Minimum duration of one timed pass, milliseconds (each figure is the best of 3 passes).
+    #[arg(long, default_value_t = 40)]
+    pub millis: u64,
+    /// Streaming buffer for the bandwidth figure, MiB (default: 4x the last-level cache, at
+    /// least 256 MiB, at most 2048 MiB).
+    #[arg(long)]
+    pub buffer_mb: Option<usize>,
+    /// Print the JSON record instead of the Markdown table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One decode figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DecodeFigure {
+    /// `bitpacked`, `bitpacked_sorted`, `varint_u32` or `tail`.
+    pub codec: String,
+    /// Bits per value (bit-packed), bytes per value (varint), or 0 (tail).
+    pub width: u32,
+    /// Integers decoded per second on one core.
+    pub ints_per_sec: f64,
+    /// Encoded input consumed per second, bytes.
+    pub input_bytes_per_sec: f64,
+    /// Encoded bytes per integer.
+    pub bytes_per_int: f64,
+    /// Integers per second the measured memory bandwidth could feed at this density (none for
+    /// width 0, which reads no input).
+    pub memory_bound_ints_per_sec: Option<f64>,
+}
+
+/// The whole micro-benchmark.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CodecReport {
+    /// Streaming read bandwidth of main memory on one core, bytes per second.
+    pub memory_read_bytes_per_sec: f64,
+    pub memory_buffer_bytes: u64,
+    pub millis_per_pass: u64,
+    pub figures: Vec<DecodeFigure>,
+    pub notes: String,
+}
+
+/// A deterministic xorshift generator (no dependency, same inputs every run).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in 0..=max.
+    fn upto(&mut self, max: u64) -> u64 {
+        if max == u64::MAX {
+            self.next()
+        } else {
+            self.next() % (max + 1)
+        }
+    }
+}
+
+const BLOCKS: usize = 256;
+const PASSES: usize = 3;
+
+/// Runs `pass` (which returns the integers it decoded) repeatedly for at least `min` per timed
+/// pass; returns the best rate in integers per second.
+fn best_rate(min: Duration, mut pass: impl FnMut() -> u64) -> f64 {
+    black_box(pass());
+    let mut best = 0.0f64;
+    for _ in 0..PASSES {
+        let start = Instant::now();
+        let mut ints = 0u64;
+        while start.elapsed() < min {
+            ints += pass();
+        }
+        best = best.max(ints as f64 / start.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// Blocks of values of exactly `bits` bits (one value per block reaches the top bit).
+fn bitpacked_inputs(codec: &BlockCodec, bits: u32, rng: &mut Rng) -> (Vec<u8>, Vec<u8>) {
+    let max = if bits == 0 { 0 } else { (1u64 << bits) - 1 };
+    let mut bytes = Vec::new();
+    let mut widths = Vec::new();
+    for _ in 0..BLOCKS {
+        let mut block = [0u32; BLOCK_LEN];
+        for v in block.iter_mut() {
+            *v = rng.upto(max) as u32;
+        }
+        block[rng.upto(BLOCK_LEN as u64 - 1) as usize] = max as u32;
+        widths.push(codec.pack(&block, &mut bytes));
+    }
+    (bytes, widths)
+}
+
+/// Strictly increasing blocks whose gaps (to the previous value; the first to the block's base)
+/// need exactly `bits` bits; `None` when 128 such gaps do not fit in u32 (or `bits` is 0,
+/// which a strictly increasing block cannot have).
+fn sorted_inputs(
+    codec: &BlockCodec,
+    bits: u32,
+    rng: &mut Rng,
+) -> Option<(Vec<u8>, Vec<u8>, Vec<u32>)> {
+    if bits == 0 {
+        return None;
+    }
+    let max = (1u64 << bits) - 1;
+    let span = max * BLOCK_LEN as u64;
+    if span > u64::from(u32::MAX) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    let mut widths = Vec::new();
+    let mut bases = Vec::new();
+    let mut base = 0u64;
+    for _ in 0..BLOCKS {
+        if base + span > u64::from(u32::MAX) {
+            base = 0;
+        }
+        let top = rng.upto(BLOCK_LEN as u64 - 1) as usize;
+        let mut block = [0u32; BLOCK_LEN];
+        let mut v = base;
+        for (i, x) in block.iter_mut().enumerate() {
+            v += if i == top { max } else { 1 + rng.upto(max - 1) };
+            *x = v as u32;
+        }
+        bases.push(base as u32);
+        widths.push(codec.pack_sorted(base as u32, &block, &mut bytes));
+        base = v;
+    }
+    Some((bytes, widths, bases))
+}
+
+fn decode_packed(codec: &BlockCodec, bytes: &[u8], widths: &[u8]) -> u64 {
+    let mut out = [0u32; BLOCK_LEN];
+    let mut off = 0;
+    let mut sum = 0u32;
+    for &w in widths {
+        off += codec
+            .unpack(&bytes[off..], w, &mut out)
+            .expect("valid block");
+        sum = sum.wrapping_add(out[BLOCK_LEN - 1]);
+    }
+    black_box(sum);
+    (widths.len() * BLOCK_LEN) as u64
+}
+
+fn decode_sorted(codec: &BlockCodec, bytes: &[u8], widths: &[u8], bases: &[u32]) -> u64 {
+    let mut out = [0u32; BLOCK_LEN];
+    let mut off = 0;
+    let mut sum = 0u32;
+    for (&w, &base) in widths.iter().zip(bases) {
+        off += codec
+            .unpack_sorted(base, &bytes[off..], w, &mut out)
+            .expect("valid block");
+        sum = sum.wrapping_add(out[BLOCK_LEN - 1]);
+    }
+    black_box(sum);
+    (widths.len() * BLOCK_LEN) as u64
+}
+
+/// Streaming read bandwidth: sum a large buffer of u64 words, best of 3 passes.
+fn memory_bandwidth(buffer_bytes: usize) -> f64 {
+    let words = buffer_bytes / 8;
+    // Written with non-zero data so every page is really backed by memory.
+    let buf: Vec<u64> = (0..words as u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .collect();
+    let mut best = 0.0f64;
+    for _ in 0..PASSES {
+        let start = Instant::now();
+        let mut acc = [0u64; 8];
+        for chunk in buf.chunks_exact(8) {
+            for (a, &w) in acc.iter_mut().zip(chunk) {
+                *a = a.wrapping_add(w);
+            }
+        }
+        black_box(acc);
+        best = best.max((words * 8) as f64 / start.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// Size of the last-level cache from sysfs, bytes.
+fn last_level_cache_bytes() -> Option<usize> {
+    let mut best = None;
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let Ok(size) = std::fs::read_to_string(format!("{dir}/size")) else {
+            break;
+        };
+        let size = size.trim();
+        let (num, mult) = match size.strip_suffix('K') {
+            Some(n) => (n, 1024),
+            None => match size.strip_suffix('M') {
+                Some(n) => (n, 1024 * 1024),
+                None => (size, 1),
+            },
+        };
+        if let Ok(n) = num.parse::<usize>() {
+            best = Some(best.unwrap_or(0).max(n * mult));
+        }
+    }
+    best
+}
+
+pub fn measure(args: &CodecArgs) -> CodecReport {
+    let min = Duration::from_millis(args.millis.max(1));
+    let buffer = args.buffer_mb.map(|m| m << 20).unwrap_or_else(|| {
+        (last_level_cache_bytes().unwrap_or(64 << 20) * 4).clamp(256 << 20, 2048 << 20)
+    });
+    let bandwidth = memory_bandwidth(buffer);
+    let codec = BlockCodec::new();
+    let mut rng = Rng(0x5EED_C0DE_CAFE_F00D);
+    let mut figures = Vec::new();
+    let mut push = |codec: &str, width: u32, rate: f64, bytes_per_int: f64| {
+        figures.push(DecodeFigure {
+            codec: codec.into(),
+            width,
+            ints_per_sec: rate,
+            input_bytes_per_sec: rate * bytes_per_int,
+            bytes_per_int,
+            memory_bound_ints_per_sec: (bytes_per_int > 0.0).then(|| bandwidth / bytes_per_int),
+        });
+    };
+    for bits in 0..=32u32 {
+        let (bytes, widths) = bitpacked_inputs(&codec, bits, &mut rng);
+        let rate = best_rate(min, || decode_packed(&codec, &bytes, &widths));
+        push("bitpacked", bits, rate, f64::from(bits) / 8.0);
+    }
+    for bits in 0..=32u32 {
+        let Some((bytes, widths, bases)) = sorted_inputs(&codec, bits, &mut rng) else {
+            continue;
+        };
+        let rate = best_rate(min, || decode_sorted(&codec, &bytes, &widths, &bases));
+        push("bitpacked_sorted", bits, rate, f64::from(bits) / 8.0);
+    }
+    for len in 1..=5u32 {
+        let lo = if len == 1 { 0 } else { 1u64 << (7 * (len - 1)) };
+        let hi = ((1u64 << (7 * len).min(32)) - 1).min(u64::from(u32::MAX));
+        let mut bytes = Vec::new();
+        let n = BLOCKS * BLOCK_LEN;
+        for _ in 0..n {
+            varint::write_u32(&mut bytes, (lo + rng.upto(hi - lo)) as u32);
+        }
+        let rate = best_rate(min, || {
+            let mut pos = 0;
+            let mut sum = 0u32;
+            while pos < bytes.len() {
+                sum = sum.wrapping_add(varint::read_u32(&bytes, &mut pos).expect("valid varint"));
+            }
+            black_box(sum);
+            n as u64
+        });
+        push("varint_u32", len, rate, bytes.len() as f64 / n as f64);
+    }
+    // Tail blocks: 127 postings each, gaps 1..=64, 70% of the frequencies are 1.
+    let mut bytes = Vec::new();
+    let postings = BLOCKS * 127;
+    for _ in 0..postings {
+        let delta = 1 + rng.upto(63);
+        if rng.upto(9) < 7 {
+            varint::write_u64(&mut bytes, delta << 1 | 1);
+        } else {
+            varint::write_u64(&mut bytes, delta << 1);
+            varint::write_u32(&mut bytes, 2 + rng.upto(6) as u32);
+        }
+    }
+    let rate = best_rate(min, || {
+        let mut pos = 0;
+        let (mut doc, mut fsum) = (0u32, 0u32);
+        while pos < bytes.len() {
+            let v = varint::read_u64(&bytes, &mut pos).expect("valid tail");
+            doc = doc.wrapping_add((v >> 1) as u32);
+            fsum = fsum.wrapping_add(if v & 1 == 1 {
+                1
+            } else {
+                varint::read_u32(&bytes, &mut pos).expect("valid tail")
+            });
+        }
+        black_box((doc, fsum));
+        2 * postings as u64
+    });
+    push("tail", 0, rate, bytes.len() as f64 / (2 * postings) as f64);
+    CodecReport {
+        memory_read_bytes_per_sec: bandwidth,
+        memory_buffer_bytes: buffer as u64,
+        millis_per_pass: args.millis,
+        figures,
+        notes: "one core; inputs of 256 blocks stay in L2, so decode figures are compute bound; \
+                memory-bound rate = streaming read bandwidth / encoded bytes per integer; tail \
+                integers = doc id + frequency per posting"
+            .into(),
+    }
+}
+
+fn rate(v: f64) -> String {
+    format!("{:.2} G", v / 1e9)
+}
+
+/// The Markdown table of a codec report.
+pub fn markdown(r: &CodecReport) -> String {
+    use std::fmt::Write as _;
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "Memory: streaming read of a {} MiB buffer on one core: **{:.1} GB/s**. Decode figures are \
+         integers per second on one core ({}); *memory-bound* is what that bandwidth could feed at \
+         the codec's density, *decode / memory-bound* above 1 means decoding outruns RAM.\n",
+        r.memory_buffer_bytes >> 20,
+        r.memory_read_bytes_per_sec / 1e9,
+        r.notes
+    );
+    let _ = writeln!(
+        md,
+        "| codec | width | bytes/int | decode ints/s | input GB/s | memory-bound ints/s | decode / memory-bound |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    for f in &r.figures {
+        let width = match f.codec.as_str() {
+            "varint_u32" => format!("{} B", f.width),
+            "tail" => "–".into(),
+            _ => format!("{} bits", f.width),
+        };
+        let ratio = match f.memory_bound_ints_per_sec {
+            Some(m) => format!("{:.2}", f.ints_per_sec / m),
+            None => "–".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {width} | {:.3} | {} | {:.2} | {} | {ratio} |",
+            f.codec,
+            f.bytes_per_int,
+            rate(f.ints_per_sec),
+            f.input_bytes_per_sec / 1e9,
+            f.memory_bound_ints_per_sec.map(rate).unwrap_or("–".into()),
+        );
+    }
+    md
+}
+
+/// `quarry-bench codecs`.
+pub fn run(args: CodecArgs) -> Result<()> {
+    let report = measure(&args);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", markdown(&report));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_have_the_requested_widths_and_decode() {
+        let codec = BlockCodec::new();
+        let mut rng = Rng(7);
+        for bits in [0, 1, 7, 13, 32] {
+            let (bytes, widths) = bitpacked_inputs(&codec, bits, &mut rng);
+            assert!(widths.iter().all(|&w| u32::from(w) == bits), "{bits}");
+            assert_eq!(bytes.len(), BLOCKS * 16 * bits as usize);
+            assert_eq!(
+                decode_packed(&codec, &bytes, &widths),
+                (BLOCKS * BLOCK_LEN) as u64
+            );
+        }
+        for bits in [1, 5, 12, 20] {
+            let (bytes, widths, bases) = sorted_inputs(&codec, bits, &mut rng).expect("reachable");
+            assert!(widths.iter().all(|&w| u32::from(w) == bits), "{bits}");
+            assert_eq!(
+                decode_sorted(&codec, &bytes, &widths, &bases),
+                (BLOCKS * BLOCK_LEN) as u64
+            );
+        }
+    }
+
+    #[test]
+    fn report_covers_every_codec() {
+        let r = measure(&CodecArgs {
+            millis: 1,
+            buffer_mb: Some(8),
+            json: false,
+        });
+        assert!(r.memory_read_bytes_per_sec > 0.0);
+        let count = |c: &str| r.figures.iter().filter(|f| f.codec == c).count();
+        assert_eq!(count("bitpacked"), 33);
+        assert_eq!(count("bitpacked_sorted"), 25);
+        assert_eq!(count("varint_u32"), 5);
+        assert_eq!(count("tail"), 1);
+        assert!(r.figures.iter().all(|f| f.ints_per_sec > 0.0));
+        let back: CodecReport =
+            serde_json::from_value(serde_json::to_value(&r).unwrap()).expect("JSON round trip");
+        assert_eq!(back.figures.len(), r.figures.len());
+        let md = markdown(&back);
+        assert!(md.contains("| bitpacked | 32 bits | 4.000 |"), "{md}");
+        assert!(md.contains("| varint_u32 | 1 B | 1.000 |"), "{md}");
+    }
+}

@@ -1,0 +1,182 @@
+//! How is a driver process started, read and reaped: the launcher of each engine (this binary
+//! or the Lucene jar), the JSON lines it prints, and its peak RSS and faults from `wait4`.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// How to start one engine's driver.
+#[derive(Debug, Clone)]
+pub enum Launcher {
+    /// This very binary: `quarry-bench driver <engine> ...`.
+    SelfExe { engine: &'static str },
+    /// `java [opts] -jar JAR ...`
+    Java {
+        java: PathBuf,
+        opts: Vec<String>,
+        jar: PathBuf,
+    },
+}
+
+impl Launcher {
+    fn command(&self, args: &[OsString]) -> Result<Command> {
+        Ok(match self {
+            Launcher::SelfExe { engine } => {
+                let mut c = Command::new(std::env::current_exe()?);
+                c.arg("driver").arg(engine).args(args);
+                c
+            }
+            Launcher::Java { java, opts, jar } => {
+                let mut c = Command::new(java);
+                c.args(opts).arg("-jar").arg(jar).args(args);
+                c
+            }
+        })
+    }
+}
+
+/// Outcome of one driver process.
+pub struct DriverRun {
+    pub records: Vec<Value>,
+    /// Wall time from just before spawn to the first complete stdout line, µs.
+    pub spawn_to_first_line_us: Option<f64>,
+    /// ru_maxrss of the child (bytes) and its major faults, from wait4.
+    pub child_maxrss_bytes: u64,
+    pub child_major_faults: u64,
+    pub wall_seconds: f64,
+}
+
+pub fn run_driver(launcher: &Launcher, args: &[OsString]) -> Result<DriverRun> {
+    let mut cmd = launcher.command(args)?;
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {launcher:?}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut first = None;
+    let mut records = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if first.is_none() {
+            first = Some(start.elapsed().as_nanos() as f64 / 1000.0);
+        }
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) if v.is_object() => records.push(v),
+            _ => eprintln!("[driver stdout, not JSON] {trimmed}"),
+        }
+    }
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `pid` is our own un-reaped child; status and usage point to live, writable memory.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+    if rc != pid {
+        bail!("wait4 failed: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: wait4 succeeded and filled `usage` (which was zeroed before anyway).
+    let usage = unsafe { usage.assume_init() };
+    let wall_seconds = start.elapsed().as_secs_f64();
+    std::mem::forget(child); // already reaped by wait4
+    let exited_ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    if !exited_ok {
+        bail!("driver {launcher:?} {args:?} failed (wait status {status})");
+    }
+    Ok(DriverRun {
+        records,
+        spawn_to_first_line_us: first,
+        child_maxrss_bytes: usage.ru_maxrss as u64 * 1024,
+        child_major_faults: usage.ru_majflt as u64,
+        wall_seconds,
+    })
+}
+
+pub fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    args.iter().map(|a| a.as_ref().to_os_string()).collect()
+}
+
+/// The Java binary: `$JAVA_HOME/bin/java`, else Temurin 25 if installed, else `java` on PATH.
+fn java_home() -> Option<PathBuf> {
+    if let Some(h) = std::env::var_os("JAVA_HOME") {
+        return Some(PathBuf::from(h));
+    }
+    let temurin = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    temurin.exists().then_some(temurin)
+}
+
+/// Lucene version from the driver's pom (`<lucene.version>`).
+pub fn lucene_version(repo: &Path) -> Option<String> {
+    let pom = std::fs::read_to_string(repo.join("bench/lucene/pom.xml")).ok()?;
+    let start = pom.find("<lucene.version>")? + "<lucene.version>".len();
+    let end = start + pom[start..].find('<')?;
+    Some(format!("Lucene {}", pom[start..end].trim()))
+}
+
+fn find_jar(repo: &Path) -> Option<PathBuf> {
+    let target = repo.join("bench/lucene/target");
+    let mut jars: Vec<PathBuf> = std::fs::read_dir(&target)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".jar") && !name.starts_with("original-") && !name.contains("sources")
+        })
+        .collect();
+    // Prefer the shaded (largest) jar.
+    jars.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
+    jars.into_iter().next()
+}
+
+pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launcher> {
+    let jar = match explicit.or_else(|| find_jar(repo)) {
+        Some(j) => j,
+        None => {
+            let pom = repo.join("bench/lucene/pom.xml");
+            if !pom.exists() {
+                bail!("no Lucene driver: {} is missing", pom.display());
+            }
+            eprintln!(
+                "[lucene] no jar under bench/lucene/target; building it: mvn -q -f {} package",
+                pom.display()
+            );
+            let mut mvn = Command::new("mvn");
+            mvn.args(["-q", "-f"]).arg(&pom).arg("package");
+            if let Some(h) = java_home() {
+                mvn.env("JAVA_HOME", h);
+            }
+            let st = mvn
+                .status()
+                .context("running mvn (install Maven and a JDK >= 21 to benchmark Lucene)")?;
+            if !st.success() {
+                bail!("mvn package failed ({st}); the Lucene driver is not available");
+            }
+            find_jar(repo)
+                .context("mvn package succeeded but no jar appeared under bench/lucene/target")?
+        }
+    };
+    let java = java_home()
+        .map(|h| h.join("bin/java"))
+        .unwrap_or_else(|| PathBuf::from("java"));
+    // Lucene's recommended flags: the Panama vector API (vectorized postings decoding) and native
+    // access (madvise via PosixNativeAccess). Override with QUARRY_BENCH_JAVA_OPTS.
+    let opts = std::env::var("QUARRY_BENCH_JAVA_OPTS")
+        .unwrap_or_else(|_| {
+            "--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED".into()
+        })
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    Ok(Launcher::Java { java, opts, jar })
+}
