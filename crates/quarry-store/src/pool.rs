@@ -44,7 +44,7 @@ pub struct PoolStats {
     pub page_size: usize,
 }
 
-/// A heap buffer aligned to [`MEM_ALIGN`], zero-initialised; immutable once shared.
+/// A heap buffer aligned to `MEM_ALIGN` (4096), zero-initialised; immutable once shared.
 pub struct AlignedBuf {
     ptr: *mut u8,
     layout: Layout,
@@ -140,7 +140,7 @@ pub enum Lookup {
 
 impl BufferPool {
     /// A pool of `memory_limit / page_size` frames (at least one). `page_size` must be a power of
-    /// two of at least [`MEM_ALIGN`] bytes (checked by the directory options).
+    /// two of at least `MEM_ALIGN` (4096) bytes (checked by the directory options).
     pub fn new(page_size: usize, memory_limit: usize) -> Self {
         assert!(page_size.is_power_of_two() && page_size >= MEM_ALIGN);
         let frames = (memory_limit / page_size).max(1);
