@@ -6,19 +6,22 @@
 //!
 //! | file kind | the index fits (`index <= avail / 2`) | it does not |
 //! |---|---|---|
-//! | postings, positions (`.post`, `.pos`) | mmap + `MADV_RANDOM` | direct (buffer pool) |
-//! | stored fields (`.store`) | mmap + `MADV_RANDOM` | pread |
+//! | postings, positions (`.post`, `.pos`) | mmap (kernel readahead kept) | direct (buffer pool) |
+//! | stored fields (`.store`) | mmap | pread |
 //! | small hot structures (terms, norms, meta, commit points: everything else) up to `avail / 8` | mmap + `MADV_WILLNEED` + `POSIX_FADV_WILLNEED` | same |
-//! | anything else larger than `avail / 8` | mmap + `MADV_RANDOM` | pread |
+//! | anything else larger than `avail / 8` | mmap | mmap + `MADV_RANDOM` |
 //!
 //! Why: when the index is cached, mmap is the fastest path (no syscall, no copy), so the warm case
-//! equals pure mmap; `MADV_RANDOM` stops the kernel's readahead from pulling in neighbouring
-//! postings nobody asked for, and `WILLNEED` starts reading the small structures every query
-//! touches before the first query does. When the index does not fit, mmap lets the page cache
-//! thrash and every fault is a 4 KiB synchronous read; the direct pool keeps a bounded set of
-//! large pages of the postings in memory instead, and stored fields (read only for the top hits,
-//! one small block each) are cheapest as single positioned reads. The measurements behind the
-//! thresholds are in the `quarry-bench io` report (see ARCHITECTURE.md, "Choosing an I/O mode").
+//! equals pure mmap, and `WILLNEED` starts reading the small structures every query touches
+//! before the first query does. `MADV_RANDOM` on postings was measured and dropped for the
+//! fitting case: on W1 with the index evicted it cut the bytes read from 19.6 MB to 0.8 MB but
+//! made first queries 15-20x slower (6-9 ms against 0.4 ms: one synchronous 4 KiB fault after
+//! another instead of a few large readahead reads), see `bench/results/io-2026-11-23.md`. When
+//! the index does not fit, mmap lets the page cache thrash and every fault is a small
+//! synchronous read; the direct pool keeps a bounded set of large pages of the postings in
+//! memory instead, and stored fields (read only for the top hits, one small block each) are
+//! cheapest as single positioned reads. The measurements are in the `quarry-bench io` report
+//! (see ARCHITECTURE.md).
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -55,6 +58,8 @@ impl FileKind {
 /// The read path chosen for one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
+    /// Memory-mapped, default kernel readahead.
+    Mmap,
     /// Memory-mapped with `MADV_RANDOM`.
     MmapRandom,
     /// Memory-mapped with `MADV_WILLNEED` (and `POSIX_FADV_WILLNEED`).
@@ -71,9 +76,10 @@ pub fn choose(kind: FileKind, size: u64, index: u64, avail: u64) -> Choice {
     let fits = index <= avail / 2;
     match kind {
         FileKind::Hot if size <= avail / 8 => Choice::MmapWillNeed,
-        FileKind::Postings if !fits => Choice::Direct,
-        _ if fits => Choice::MmapRandom,
-        _ => Choice::Pread,
+        _ if fits => Choice::Mmap,
+        FileKind::Postings => Choice::Direct,
+        FileKind::Stored => Choice::Pread,
+        FileKind::Hot => Choice::MmapRandom,
     }
 }
 
@@ -158,6 +164,7 @@ impl AdaptiveDirectory {
 impl Directory for AdaptiveDirectory {
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         Ok(match self.choice_for(name)? {
+            Choice::Mmap => Arc::new(MappedFile::open(&self.fs, name, &[])?),
             Choice::MmapRandom => Arc::new(MappedFile::open(&self.fs, name, &[Advice::Random])?),
             Choice::MmapWillNeed => {
                 let f = MappedFile::open(&self.fs, name, &[Advice::WillNeed])?;
@@ -206,14 +213,8 @@ mod tests {
     #[test]
     fn policy_table() {
         // Fits: everything mapped.
-        assert_eq!(
-            choose(FileKind::Postings, GB, 2 * GB, 8 * GB),
-            Choice::MmapRandom
-        );
-        assert_eq!(
-            choose(FileKind::Stored, GB, 2 * GB, 8 * GB),
-            Choice::MmapRandom
-        );
+        assert_eq!(choose(FileKind::Postings, GB, 2 * GB, 8 * GB), Choice::Mmap);
+        assert_eq!(choose(FileKind::Stored, GB, 2 * GB, 8 * GB), Choice::Mmap);
         assert_eq!(
             choose(FileKind::Hot, 10 * MB, 2 * GB, 8 * GB),
             Choice::MmapWillNeed
@@ -228,7 +229,10 @@ mod tests {
             choose(FileKind::Hot, 10 * MB, 6 * GB, 8 * GB),
             Choice::MmapWillNeed
         );
-        assert_eq!(choose(FileKind::Hot, 2 * GB, 6 * GB, 8 * GB), Choice::Pread);
+        assert_eq!(
+            choose(FileKind::Hot, 2 * GB, 6 * GB, 8 * GB),
+            Choice::MmapRandom
+        );
     }
 
     #[test]
@@ -267,7 +271,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(big.choice_for("_0.post").unwrap(), Choice::MmapRandom);
+        assert_eq!(big.choice_for("_0.post").unwrap(), Choice::Mmap);
         assert!(big.open("_0.post").unwrap().mapped_view().is_some());
         assert!(big.pool().is_none());
     }

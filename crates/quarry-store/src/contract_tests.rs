@@ -193,10 +193,10 @@ contract!(pread_no_uring, |p| PreadDirectory::open_with(
 ));
 contract!(direct, DirectDirectory::open);
 contract!(direct_tiny_pool, tiny_direct);
-contract!(direct_copy_out, |p| DirectDirectory::open_with(
+contract!(direct_pinned, |p| DirectDirectory::open_with(
     p,
     DirectOptions {
-        copy_out: true,
+        copy_out: false,
         ..Default::default()
     }
 ));

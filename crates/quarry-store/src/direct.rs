@@ -5,12 +5,13 @@
 //!   support, refuses the `O_DIRECT` open or a direct read (`EINVAL`), or needs an alignment the
 //!   pool's pages cannot meet is read with ordinary buffered reads instead (same pool, same
 //!   results) — [`DirectFile::is_direct`] tells which.
-//! - A read inside one page returns a view of the pinned frame (zero copy; the pin is held as long
+//! - Without `copy_out`, a read inside one page returns a view of the pinned frame (zero copy; the pin is held as long
 //!   as the [`Bytes`] or any slice of it lives). A read spanning pages copies them out, page by
 //!   page, so it holds no pins. A read of more than an eighth of the pool, or any read while every
 //!   frame is pinned, goes around the pool: one aligned direct read into its own buffer.
-//! - With [`DirectOptions::copy_out`], single-page reads are copied too and no pin outlives a
-//!   call (the `quarry-bench io` study measures both; pinning is the default, see ARCHITECTURE.md).
+//! - With [`DirectOptions::copy_out`] (the default, chosen by the `quarry-bench io` study:
+//!   1.1 µs against 1.5 µs per 100-byte read), single-page reads are copied too and no pin
+//!   outlives a call; with it off, they are pinned views as described above.
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -34,7 +35,9 @@ pub struct DirectOptions {
     pub page_size: usize,
     /// Bytes of the pool; `None`: a quarter of the available memory, between 16 MiB and 1 GiB.
     pub memory_limit: Option<usize>,
-    /// Copy single-page reads out of the pool instead of handing out pinned views.
+    /// Copy single-page reads out of the pool instead of handing out pinned views (the default:
+    /// measured faster for small reads, see `bench/results/io-*.md` section 3, and no pin outlives
+    /// a call, so long-lived reader structures cannot shrink the pool).
     pub copy_out: bool,
     /// Never use `O_DIRECT` (tests of the buffered fallback).
     pub buffered_only: bool,
@@ -47,7 +50,7 @@ impl Default for DirectOptions {
         Self {
             page_size: DEFAULT_PAGE_SIZE,
             memory_limit: None,
-            copy_out: false,
+            copy_out: true,
             buffered_only: false,
             batch: BatchMode::Auto,
         }
@@ -384,6 +387,7 @@ mod tests {
         DirectOptions {
             page_size: 4096,
             memory_limit: Some(16 * 4096),
+            copy_out: false,
             ..Default::default()
         }
     }
@@ -454,6 +458,7 @@ mod tests {
         let opts = DirectOptions {
             page_size: 4096,
             memory_limit: Some(2 * 4096),
+            copy_out: false,
             ..Default::default()
         };
         let (_t, d, bytes) = setup(opts, 40_000);

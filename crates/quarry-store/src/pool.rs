@@ -44,7 +44,7 @@ pub struct PoolStats {
     pub page_size: usize,
 }
 
-/// A heap buffer aligned to [`MEM_ALIGN`], zero-initialised; immutable once shared.
+/// A heap buffer aligned to `MEM_ALIGN` (4096), zero-initialised; immutable once shared.
 pub struct AlignedBuf {
     ptr: *mut u8,
     layout: Layout,
@@ -113,7 +113,10 @@ struct Inner {
 pub struct BufferPool {
     page_size: usize,
     frames: usize,
-    arena: AlignedBuf,
+    /// Anonymous mapping: zero pages cost nothing until a frame is first filled (a heap
+    /// allocation with this alignment would be zeroed eagerly: 2.4 s and 1 GiB RSS at open).
+    _arena_map: memmap2::MmapMut,
+    arena: *mut u8,
     pins: Box<[AtomicU32]>,
     referenced: Box<[AtomicBool]>,
     inner: Mutex<Inner>,
@@ -123,6 +126,13 @@ pub struct BufferPool {
     evictions: AtomicU64,
     bypass: AtomicU64,
 }
+
+// SAFETY: `arena` points into `_arena_map`, owned by the pool and alive as long as it; frames are
+// written only by the thread that holds them in the Loading state (see `get`), read only while
+// pinned, so sharing the pool between threads is sound.
+unsafe impl Send for BufferPool {}
+// SAFETY: as above.
+unsafe impl Sync for BufferPool {}
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,14 +150,22 @@ pub enum Lookup {
 
 impl BufferPool {
     /// A pool of `memory_limit / page_size` frames (at least one). `page_size` must be a power of
-    /// two of at least [`MEM_ALIGN`] bytes (checked by the directory options).
+    /// two of at least `MEM_ALIGN` (4096) bytes (checked by the directory options).
     pub fn new(page_size: usize, memory_limit: usize) -> Self {
         assert!(page_size.is_power_of_two() && page_size >= MEM_ALIGN);
         let frames = (memory_limit / page_size).max(1);
+        let mut map = memmap2::MmapMut::map_anon(frames * page_size).unwrap_or_else(|e| {
+            panic!(
+                "cannot reserve {} bytes for the buffer pool: {e}",
+                frames * page_size
+            )
+        });
+        let arena = map.as_mut_ptr();
         Self {
             page_size,
             frames,
-            arena: AlignedBuf::zeroed(frames * page_size),
+            _arena_map: map,
+            arena,
             pins: (0..frames).map(|_| AtomicU32::new(0)).collect(),
             referenced: (0..frames).map(|_| AtomicBool::new(false)).collect(),
             inner: Mutex::new(Inner {
@@ -321,10 +339,7 @@ impl BufferPool {
         // SAFETY: frame < frames, so the range lies inside the arena; exclusivity is the
         // caller's promise.
         unsafe {
-            std::slice::from_raw_parts_mut(
-                self.arena.ptr.add(frame * self.page_size),
-                self.page_size,
-            )
+            std::slice::from_raw_parts_mut(self.arena.add(frame * self.page_size), self.page_size)
         }
     }
 }
@@ -352,7 +367,7 @@ impl AsRef<[u8]> for PinnedPage {
         // Arc keeps alive.
         unsafe {
             std::slice::from_raw_parts(
-                self.pool.arena.ptr.add(self.frame * self.pool.page_size),
+                self.pool.arena.add(self.frame * self.pool.page_size),
                 self.len,
             )
         }
