@@ -201,6 +201,7 @@ impl Searcher {
                     }
                 }
                 let (n, skipped) = match (scorers.as_mut_slice(), mode) {
+                    ([t], SearchMode::Top) => union::top_k_term(t, seg, ord as u32, &mut top),
                     // One term: the generic loop, monomorphized for the term scorer.
                     ([t], _) => collect_segment(t, seg, ord as u32, &mut top, mode),
                     (_, SearchMode::Top) => union::top_k(&mut scorers, seg, ord as u32, &mut top),

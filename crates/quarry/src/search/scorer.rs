@@ -73,6 +73,30 @@ impl TermScorer {
     pub fn freq(&self) -> u32 {
         self.cursor.freq()
     }
+    /// Number of postings blocks (a skip table exists when more than one).
+    #[inline]
+    pub fn block_count(&self) -> usize {
+        self.cursor.block_count()
+    }
+    /// The last doc of block `b` (needs more than one block).
+    #[inline]
+    pub fn block_last_doc(&self, b: usize) -> u32 {
+        self.cursor.block_last_doc(b)
+    }
+    /// A bound of every score in block `b` (needs more than one block); equal to what
+    /// [`Scorer::block_max`] gives for that block.
+    #[inline]
+    pub fn block_bound(&self, b: usize) -> f32 {
+        let m = self
+            .cursor
+            .block_factor(b, self.sim.factors(), self.norms.is_some());
+        self.sim.score_factor(m)
+    }
+    /// See [`PostingsCursor::enter_block`].
+    #[inline]
+    pub fn enter_block(&mut self, b: usize) -> u32 {
+        self.cursor.enter_block(b)
+    }
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)
@@ -103,20 +127,13 @@ impl Scorer for TermScorer {
     fn max_score(&self) -> f32 {
         self.max
     }
+    #[inline]
     fn block_max(&mut self, target: u32) -> (u32, f32) {
-        match self.cursor.shallow_block(target) {
-            Some((last, impacts)) => {
-                let mut best = 0f32;
-                for imp in impacts.pairs() {
-                    let norm = if self.norms.is_some() {
-                        imp.min_norm
-                    } else {
-                        1
-                    };
-                    best = best.max(self.sim.score(imp.max_freq as f32, norm));
-                }
-                (last, best)
-            }
+        match self
+            .cursor
+            .shallow_factor(target, self.sim.factors(), self.norms.is_some())
+        {
+            Some((last, m)) => (last, self.sim.score_factor(m)),
             None => (TERMINATED, 0.0),
         }
     }

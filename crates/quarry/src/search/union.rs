@@ -129,6 +129,64 @@ pub fn top_k(
     (count, skipped)
 }
 
+/// Top k of a single term (`Top` mode). Every block's bound is read in place from its impacts
+/// (one multiply per pair, one division per block, nothing decoded); blocks are then scored
+/// best bound first, so the k-th best score rises at once, and the walk stops at the first block
+/// whose bound is below it: every later block is bounded lower still. Collection does not depend
+/// on the order documents are offered in (ties go by index order), so the result is exactly the
+/// exhaustive one.
+pub fn top_k_term(
+    t: &mut TermScorer,
+    seg: &SegmentReader,
+    ord: u32,
+    top: &mut TopK,
+) -> (u64, bool) {
+    let n_blocks = t.block_count();
+    let mut count = 0u64;
+    if n_blocks <= 1 {
+        // No skip table: score every document.
+        let mut d = t.doc();
+        while d != TERMINATED {
+            count += 1;
+            top.offer(
+                t.score(),
+                DocAddress {
+                    segment: ord,
+                    doc: d,
+                },
+                || seg.seq(d),
+            );
+            d = t.next();
+        }
+        return (count, false);
+    }
+    let mut blocks: Vec<(f32, u32)> = (0..n_blocks)
+        .map(|b| (t.block_bound(b), b as u32))
+        .collect();
+    blocks.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (i, &(bound, b)) in blocks.iter().enumerate() {
+        if top.threshold().is_some_and(|th| bound < th) {
+            return (count, i < blocks.len());
+        }
+        let b = b as usize;
+        let last = t.block_last_doc(b);
+        let mut d = t.enter_block(b);
+        while d != TERMINATED && d <= last {
+            count += 1;
+            top.offer(
+                t.score(),
+                DocAddress {
+                    segment: ord,
+                    doc: d,
+                },
+                || seg.seq(d),
+            );
+            d = t.next();
+        }
+    }
+    (count, false)
+}
+
 /// Exhaustive union: every matching document scored (unless `score` is false) and counted.
 pub fn exhaustive(
     terms: &mut [TermScorer],
