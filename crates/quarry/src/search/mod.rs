@@ -2,6 +2,7 @@
 //! segment, collect the top k by BM25 with ties in index order.
 pub mod bm25;
 pub mod collector;
+mod count;
 mod phrase;
 pub mod scorer;
 mod union;

@@ -195,6 +195,11 @@ pub fn exhaustive(
     top: &mut TopK,
     score: bool,
 ) -> u64 {
+    if !score {
+        for t in terms.iter_mut() {
+            t.cursor_mut().set_docs_only();
+        }
+    }
     // Score accumulators are only needed when scoring (counting uses the bitset alone).
     let mut sums = if score {
         vec![0f64; WINDOW as usize]

@@ -143,6 +143,8 @@ pub struct PostingsCursor {
     pos_idx: usize,
     /// The block `shallow_block` found last.
     shallow_hint: usize,
+    /// Blocks loaded from now on skip their freqs (counting needs doc ids only).
+    docs_only: bool,
     corrupt: Option<String>,
 }
 
@@ -178,10 +180,18 @@ impl PostingsCursor {
             pos_off: 0,
             pos_idx: 0,
             shallow_hint: 0,
+            docs_only: false,
             corrupt: None,
         };
         c.load_block(0, 0, 0);
         c
+    }
+
+    /// Decodes doc ids only from now on: bit-packed frequency blocks are stepped over, not
+    /// unpacked. Afterwards [`freq`](Self::freq) and [`positions`](Self::positions) are
+    /// meaningless; for counting.
+    pub fn set_docs_only(&mut self) {
+        self.docs_only = true;
     }
 
     /// The current document, or [`TERMINATED`].
@@ -598,6 +608,9 @@ impl PostingsCursor {
         let rest = bytes.get(p..).unwrap_or(&[]);
         p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
         let rest = bytes.get(p..).unwrap_or(&[]);
+        if self.docs_only {
+            return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
+        }
         p += self.codec.unpack(rest, fb, &mut self.freqs)?;
         for f in self.freqs.iter_mut() {
             *f = f.saturating_add(1);
