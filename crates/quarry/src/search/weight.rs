@@ -401,6 +401,23 @@ fn bool_scorer(
     must_not: &[Weight],
     min_should: u32,
 ) -> Result<Option<Box<dyn Scorer>>> {
+    if must.len() > 1
+        && min_should == 0
+        && filter.is_empty()
+        && should.is_empty()
+        && must_not.is_empty()
+        && must.iter().all(|w| matches!(w, Weight::Term { .. }))
+    {
+        // A pure conjunction of terms: monomorphic leapfrog.
+        let mut terms = Vec::with_capacity(must.len());
+        for w in must {
+            match w.term_scorer(seg, ord)? {
+                Some(t) => terms.push(t),
+                None => return Ok(None),
+            }
+        }
+        return Ok(Some(Box::new(TermConjunction::new(terms))));
+    }
     let mut required: Vec<(Box<dyn Scorer>, bool)> = Vec::new();
     for s in scorers(seg, ord, must)? {
         match s {
