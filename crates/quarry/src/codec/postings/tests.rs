@@ -192,7 +192,10 @@ proptest! {
                 let want = imp
                     .pairs()
                     .iter()
-                    .map(|p| p.max_freq as f32 * factors[if with_norms { p.min_norm } else { 1 } as usize])
+                    .map(|p| {
+                        let n = if with_norms { p.min_norm } else { 1 };
+                        p.max_freq as f32 * factors[n as usize]
+                    })
                     .fold(0f32, f32::max);
                 let (last2, got) = probe.shallow_factor(target, &factors, with_norms).unwrap();
                 prop_assert_eq!(last2, last);
