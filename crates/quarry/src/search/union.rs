@@ -164,9 +164,10 @@ pub fn top_k_term(
         .map(|b| (t.block_bound(b), b as u32))
         .collect();
     blocks.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (i, &(bound, b)) in blocks.iter().enumerate() {
+    for &(bound, b) in &blocks {
         if top.threshold().is_some_and(|th| bound < th) {
-            return (count, i < blocks.len());
+            // This block and every later one are skipped.
+            return (count, true);
         }
         let b = b as usize;
         let last = t.block_last_doc(b);
