@@ -92,11 +92,6 @@ impl TermScorer {
             .block_factor(b, self.sim.factors(), self.norms.is_some());
         self.sim.score_factor(m)
     }
-    /// See [`PostingsCursor::enter_block`].
-    #[inline]
-    pub fn enter_block(&mut self, b: usize) -> u32 {
-        self.cursor.enter_block(b)
-    }
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)

@@ -352,23 +352,6 @@ impl PostingsCursor {
         self.skip_last_doc(b)
     }
 
-    /// Moves to the first document of block `b`, forwards or backwards (random access through
-    /// the skip table, which a term with more than one block has); [`TERMINATED`] when `b` is
-    /// past the last block.
-    pub fn enter_block(&mut self, b: usize) -> u32 {
-        if b >= self.n_blocks as usize {
-            return self.stop();
-        }
-        if b == 0 {
-            self.load_block(0, 0, 0);
-        } else {
-            let base = self.skip_last_doc(b - 1);
-            let off = self.skip_u32(b, 4) as usize;
-            self.load_block(b as u32, off, base);
-        }
-        self.doc
-    }
-
     /// The largest `freq * factors[norm]` over block `b`'s impacts (see
     /// [`shallow_factor`](Self::shallow_factor)); a malformed entry gives infinity, which never
     /// prunes wrongly. Needs a skip table (more than one block).
