@@ -93,8 +93,10 @@ impl BlockCodec {
     }
 }
 
+/// The length of a block packed with `bits` bits per value, checked against the bytes available
+/// (`bits <= 32`, enough bytes): lets a reader step over a block without unpacking it.
 #[inline]
-fn checked_len(bytes: &[u8], bits: u8) -> Result<usize, CodecError> {
+pub fn checked_len(bytes: &[u8], bits: u8) -> Result<usize, CodecError> {
     if bits > 32 {
         return Err(CodecError::Invalid {
             what: format!("bit width {bits} > 32"),

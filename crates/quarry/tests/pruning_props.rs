@@ -24,6 +24,8 @@ enum Q {
     Or(Vec<usize>),
     And(Vec<usize>),
     Mixed(usize, usize, usize),
+    /// `+a +b ... -c -d ...` (counted from doc ids alone in `Count` mode).
+    Excl(Vec<usize>, Vec<usize>),
 }
 
 fn query_strategy() -> impl Strategy<Value = Q> {
@@ -31,6 +33,11 @@ fn query_strategy() -> impl Strategy<Value = Q> {
         proptest::collection::vec(0usize..12, 1..6).prop_map(Q::Or),
         proptest::collection::vec(0usize..12, 2..4).prop_map(Q::And),
         (0usize..12, 0usize..12, 0usize..12).prop_map(|(a, b, c)| Q::Mixed(a, b, c)),
+        (
+            proptest::collection::vec(0usize..12, 1..3),
+            proptest::collection::vec(0usize..12, 1..5)
+        )
+            .prop_map(|(r, e)| Q::Excl(r, e)),
     ]
 }
 
@@ -47,6 +54,12 @@ fn text(q: &Q) -> String {
             .collect::<Vec<_>>()
             .join(" AND "),
         Q::Mixed(a, b, c) => format!("+{} {} -{}", VOCAB[*a], VOCAB[*b], VOCAB[*c]),
+        Q::Excl(r, e) => r
+            .iter()
+            .map(|&w| format!("+{}", VOCAB[w]))
+            .chain(e.iter().map(|&w| format!("-{}", VOCAB[w])))
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -86,6 +99,12 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
                 (Some(sa), false) => Some(sa + term_score(*b, d).unwrap_or(0.0)),
                 _ => None,
             },
+            Q::Excl(r, e) => {
+                // A repeated required term is one clause per occurrence (its score counts twice).
+                let parts: Vec<Option<f64>> = r.iter().map(|&w| term_score(w, d)).collect();
+                (parts.iter().all(Option::is_some) && !e.iter().any(|w| d.contains(w)))
+                    .then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
+            }
         };
         if let Some(s) = s {
             out.push((i, s as f32));

@@ -82,7 +82,20 @@ impl SimScorer {
     #[inline]
     pub fn score(&self, freq: f32, norm: u8) -> f32 {
         let norm_inverse = self.cache[norm as usize];
-        self.weight - self.weight / (1.0 + freq * norm_inverse)
+        self.score_factor(freq * norm_inverse)
+    }
+
+    /// The per-norm factors: `score(freq, norm)` is `score_factor(freq * factors()[norm])`.
+    #[inline]
+    pub fn factors(&self) -> &[f32; 256] {
+        &self.cache
+    }
+
+    /// The score of `freq * factor` (see [`factors`](Self::factors)); non-decreasing in it, so
+    /// the best of several (freq, norm) pairs is the score of their largest product.
+    #[inline]
+    pub fn score_factor(&self, freq_times_factor: f32) -> f32 {
+        self.weight - self.weight / (1.0 + freq_times_factor)
     }
 }
 

@@ -2,6 +2,7 @@
 //! segment, collect the top k by BM25 with ties in index order.
 pub mod bm25;
 pub mod collector;
+mod count;
 mod phrase;
 pub mod scorer;
 pub mod stats;
@@ -309,6 +310,7 @@ fn search_segment<L: LiveFilter>(
             }
         }
         let skipped = match (scorers.as_mut_slice(), mode) {
+            ([t], SearchMode::Top) => union::top_k_term(t, &mut c),
             // One term: the generic loop, monomorphized for the term scorer.
             ([t], _) => collect_segment(t, &mut c, mode),
             (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),

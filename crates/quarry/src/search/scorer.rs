@@ -73,6 +73,25 @@ impl TermScorer {
     pub fn freq(&self) -> u32 {
         self.cursor.freq()
     }
+    /// Number of postings blocks (a skip table exists when more than one).
+    #[inline]
+    pub fn block_count(&self) -> usize {
+        self.cursor.block_count()
+    }
+    /// The last doc of block `b` (needs more than one block).
+    #[inline]
+    pub fn block_last_doc(&self, b: usize) -> u32 {
+        self.cursor.block_last_doc(b)
+    }
+    /// A bound of every score in block `b` (needs more than one block); equal to what
+    /// [`Scorer::block_max`] gives for that block.
+    #[inline]
+    pub fn block_bound(&self, b: usize) -> f32 {
+        let m = self
+            .cursor
+            .block_factor(b, self.sim.factors(), self.norms.is_some());
+        self.sim.score_factor(m)
+    }
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)
@@ -103,20 +122,13 @@ impl Scorer for TermScorer {
     fn max_score(&self) -> f32 {
         self.max
     }
+    #[inline]
     fn block_max(&mut self, target: u32) -> (u32, f32) {
-        match self.cursor.shallow_block(target) {
-            Some((last, impacts)) => {
-                let mut best = 0f32;
-                for imp in impacts.pairs() {
-                    let norm = if self.norms.is_some() {
-                        imp.min_norm
-                    } else {
-                        1
-                    };
-                    best = best.max(self.sim.score(imp.max_freq as f32, norm));
-                }
-                (last, best)
-            }
+        match self
+            .cursor
+            .shallow_factor(target, self.sim.factors(), self.norms.is_some())
+        {
+            Some((last, m)) => (last, self.sim.score_factor(m)),
             None => (TERMINATED, 0.0),
         }
     }
@@ -314,6 +326,94 @@ impl Scorer for ConjunctionScorer {
     }
     fn corruption(&self) -> Option<String> {
         self.subs.iter().find_map(|s| s.corruption())
+    }
+}
+
+/// Documents holding every one of `terms`, scored by the sum of the term scores: the leapfrog of
+/// [`ConjunctionScorer`] (same order, same sums) without dynamic dispatch per step.
+pub struct TermConjunction {
+    terms: Vec<TermScorer>,
+    doc: u32,
+}
+
+impl TermConjunction {
+    /// `terms` must not be empty.
+    pub fn new(mut terms: Vec<TermScorer>) -> Self {
+        terms.sort_by_key(|t| t.cost());
+        let mut c = Self { terms, doc: 0 };
+        let first = c.terms[0].doc();
+        c.doc = c.align(first);
+        c
+    }
+
+    #[inline]
+    fn align(&mut self, mut target: u32) -> u32 {
+        let (lead, rest) = self.terms.split_first_mut().expect("non-empty");
+        'outer: loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            target = lead.seek(target);
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            for t in rest.iter_mut() {
+                let d = t.seek(target);
+                if d != target {
+                    target = d;
+                    continue 'outer;
+                }
+            }
+            return target;
+        }
+    }
+}
+
+impl Scorer for TermConjunction {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+    fn next(&mut self) -> u32 {
+        let t = self.terms[0].next();
+        self.doc = self.align(t);
+        self.doc
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.doc = self.align(target);
+        self.doc
+    }
+    fn score(&mut self) -> f32 {
+        let mut sum = 0f64;
+        for t in self.terms.iter_mut() {
+            sum += f64::from(t.score());
+        }
+        sum as f32
+    }
+    fn cost(&self) -> u64 {
+        self.terms[0].cost()
+    }
+    fn max_score(&self) -> f32 {
+        let sum: f64 = self.terms.iter().map(|t| f64::from(t.max_score())).sum();
+        sum as f32 * (1.0 + 1e-6)
+    }
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        let mut end = TERMINATED - 1;
+        let mut sum = 0f64;
+        for t in self.terms.iter_mut() {
+            let (e, m) = t.block_max(target);
+            if e == TERMINATED {
+                return (TERMINATED, 0.0);
+            }
+            end = end.min(e);
+            sum += f64::from(m);
+        }
+        (end, sum as f32 * (1.0 + 1e-6))
+    }
+    fn corruption(&self) -> Option<String> {
+        self.terms.iter().find_map(|t| t.corruption())
     }
 }
 

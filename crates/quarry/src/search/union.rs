@@ -123,12 +123,74 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
     skipped
 }
 
+/// Top k of a single term (`Top` mode): walks the skip table block by block and decodes only
+/// blocks whose bound reaches the k-th best score. The bound of a block is read in place from its
+/// impacts (one multiply per pair, one division per block), so passing over the long flat runs
+/// of a very common term costs a few nanoseconds per block of 128 documents.
+pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_, L>) -> bool {
+    let n_blocks = t.block_count();
+    let mut skipped = false;
+    if n_blocks <= 1 {
+        // No skip table: score every document.
+        let mut d = t.doc();
+        while d != TERMINATED {
+            if top.is_live(d) {
+                top.collect(d, t.score());
+            }
+            d = t.next();
+        }
+        return false;
+    }
+    let mut b = 0usize;
+    while b < n_blocks {
+        if let Some(th) = top.threshold() {
+            let from = b;
+            while b < n_blocks && t.block_bound(b) < th {
+                b += 1;
+            }
+            if b > from {
+                skipped = true;
+            }
+            if b == n_blocks {
+                break;
+            }
+        }
+        let first = if b == 0 {
+            0
+        } else {
+            t.block_last_doc(b - 1).saturating_add(1)
+        };
+        let last = t.block_last_doc(b);
+        let mut d = if t.doc() < first {
+            t.seek(first)
+        } else {
+            t.doc()
+        };
+        while d != TERMINATED && d <= last {
+            if top.is_live(d) {
+                top.collect(d, t.score());
+            }
+            d = t.next();
+        }
+        if d == TERMINATED {
+            break;
+        }
+        b += 1;
+    }
+    skipped
+}
+
 /// Exhaustive union: every live matching document scored (unless `score` is false) and counted.
 pub fn exhaustive<L: LiveFilter>(
     terms: &mut [TermScorer],
     top: &mut LeafCollector<'_, L>,
     score: bool,
 ) {
+    if !score {
+        for t in terms.iter_mut() {
+            t.cursor_mut().set_docs_only();
+        }
+    }
     // Score accumulators are only needed when scoring (counting uses the bitset alone).
     let mut sums = if score {
         vec![0f64; WINDOW as usize]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use quarry_store::Bytes;
 
 use super::bm25::{Bm25, FieldStats, SimScorer};
+use super::count::{self, CountTerm};
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
 use super::stats::CollectionStats;
@@ -191,8 +192,69 @@ impl Weight {
                     .and_then(|i| i.as_ref())
                     .map_or(0, |(i, _)| u64::from(i.doc_freq)),
             ),
+            Weight::Bool {
+                must,
+                filter,
+                should,
+                must_not,
+                min_should,
+            } => {
+                fn terms<'w>(
+                    ws: impl Iterator<Item = &'w Weight>,
+                    ord: usize,
+                ) -> Option<Vec<Option<CountTerm<'w>>>> {
+                    ws.map(|w| w.count_term(ord)).collect()
+                }
+                let has_required = !must.is_empty() || !filter.is_empty();
+                if has_required && *min_should == 0 {
+                    // Optional clauses never change which documents match here.
+                    let Some(req) = terms(must.iter().chain(filter), ord) else {
+                        return Ok(None);
+                    };
+                    let Some(req) = req.into_iter().collect::<Option<Vec<_>>>() else {
+                        return Ok(Some(0));
+                    };
+                    let Some(excl) = terms(must_not.iter(), ord) else {
+                        return Ok(None);
+                    };
+                    let excl: Vec<CountTerm> = excl.into_iter().flatten().collect();
+                    if excl.len() > count::MAX_EXCLUDED {
+                        return Ok(None);
+                    }
+                    Some(count::count_req_excl(seg, &req, &excl)?)
+                } else if !has_required && must_not.is_empty() && *min_should <= 1 {
+                    let Some(opt) = terms(should.iter(), ord) else {
+                        return Ok(None);
+                    };
+                    let opt: Vec<CountTerm> = opt.into_iter().flatten().collect();
+                    match opt.as_slice() {
+                        [] => Some(0),
+                        [a] => Some(u64::from(a.info.doc_freq)),
+                        [a, b] => Some(count::count_or2(seg, a, b)?),
+                        _ => None,
+                    }
+                } else {
+                    None
+                }
+            }
             _ => None,
         })
+    }
+
+    /// For counting: `Some(Some(term))` for a term weight with an entry in segment `ord`,
+    /// `Some(None)` for one that matches nothing there, `None` for any other weight.
+    fn count_term(&self, ord: usize) -> Option<Option<CountTerm<'_>>> {
+        match self {
+            Weight::Nothing => Some(None),
+            Weight::Term { field, infos, .. } => Some(infos.get(ord).and_then(|i| i.as_ref()).map(
+                |(info, bytes)| CountTerm {
+                    field: *field,
+                    info,
+                    bytes,
+                },
+            )),
+            _ => None,
+        }
     }
 
     /// The term weights of a pure disjunction of terms (the MaxScore fast path), if this is one;
@@ -349,6 +411,23 @@ fn bool_scorer(
     must_not: &[Weight],
     min_should: u32,
 ) -> Result<Option<Box<dyn Scorer>>> {
+    if must.len() > 1
+        && min_should == 0
+        && filter.is_empty()
+        && should.is_empty()
+        && must_not.is_empty()
+        && must.iter().all(|w| matches!(w, Weight::Term { .. }))
+    {
+        // A pure conjunction of terms: monomorphic leapfrog.
+        let mut terms = Vec::with_capacity(must.len());
+        for w in must {
+            match w.term_scorer(seg, ord)? {
+                Some(t) => terms.push(t),
+                None => return Ok(None),
+            }
+        }
+        return Ok(Some(Box::new(TermConjunction::new(terms))));
+    }
     let mut required: Vec<(Box<dyn Scorer>, bool)> = Vec::new();
     for s in scorers(seg, ord, must)? {
         match s {

@@ -143,6 +143,8 @@ pub struct PostingsCursor {
     pos_idx: usize,
     /// The block `shallow_block` found last.
     shallow_hint: usize,
+    /// Blocks loaded from now on skip their freqs (counting needs doc ids only).
+    docs_only: bool,
     corrupt: Option<String>,
 }
 
@@ -178,10 +180,18 @@ impl PostingsCursor {
             pos_off: 0,
             pos_idx: 0,
             shallow_hint: 0,
+            docs_only: false,
             corrupt: None,
         };
         c.load_block(0, 0, 0);
         c
+    }
+
+    /// Decodes doc ids only from now on: bit-packed frequency blocks are stepped over, not
+    /// unpacked. Afterwards [`freq`](Self::freq) and [`positions`](Self::positions) are
+    /// meaningless; for counting.
+    pub fn set_docs_only(&mut self) {
+        self.docs_only = true;
     }
 
     /// The current document, or [`TERMINATED`].
@@ -300,6 +310,80 @@ impl PostingsCursor {
                 Some((TERMINATED - 1, Impacts::single(self.term_impact)))
             };
         }
+        let b = self.shallow_index(target)?;
+        Some((self.skip_last_doc(b), self.skip_impact(b)))
+    }
+
+    /// Like [`shallow_block`](Self::shallow_block), but the bound comes as the largest
+    /// `freq * factors[norm]` over the block's impacts (norm 1 when `with_norms` is false), read
+    /// in place without building an [`Impacts`]. BM25 is monotone in that product, so the best
+    /// score of the block is the score of this product, bit for bit.
+    #[inline]
+    pub fn shallow_factor(
+        &mut self,
+        target: u32,
+        factors: &[f32; 256],
+        with_norms: bool,
+    ) -> Option<(u32, f32)> {
+        if self.n_blocks <= 1 {
+            return if self.doc == TERMINATED {
+                None
+            } else {
+                let i = self.term_impact;
+                let n = if with_norms { i.min_norm } else { 1 };
+                Some((TERMINATED - 1, i.max_freq as f32 * factors[n as usize]))
+            };
+        }
+        let b = self.shallow_index(target)?;
+        Some((
+            self.skip_last_doc(b),
+            self.block_factor(b, factors, with_norms),
+        ))
+    }
+
+    /// Number of blocks of the term.
+    #[inline]
+    pub fn block_count(&self) -> usize {
+        self.n_blocks as usize
+    }
+
+    /// The last doc of block `b` (`b < block_count()`, and the term has a skip table, i.e. more
+    /// than one block; 0 otherwise).
+    #[inline]
+    pub fn block_last_doc(&self, b: usize) -> u32 {
+        self.skip_last_doc(b)
+    }
+
+    /// The largest `freq * factors[norm]` over block `b`'s impacts (see
+    /// [`shallow_factor`](Self::shallow_factor)); a malformed entry gives infinity, which never
+    /// prunes wrongly. Needs a skip table (more than one block).
+    #[inline]
+    pub fn block_factor(&self, b: usize, factors: &[f32; 256], with_norms: bool) -> f32 {
+        let o = b * SKIP_ENTRY_LEN + 16;
+        let Some(e) = self.skips.get(o..o + super::IMPACTS_LEN) else {
+            return f32::INFINITY;
+        };
+        let e: &[u8; super::IMPACTS_LEN] = e.try_into().expect("IMPACTS_LEN bytes");
+        let len = e[0] as usize;
+        if len == 0 || len > super::MAX_IMPACTS {
+            return f32::INFINITY;
+        }
+        let mut best = 0f32;
+        for i in 0..len {
+            let f = u16::from_le_bytes([e[1 + 3 * i], e[2 + 3 * i]]);
+            let f = if f == super::FREQ_SATURATED {
+                u32::MAX as f32
+            } else {
+                f32::from(f)
+            };
+            let n = if with_norms { e[3 + 3 * i] } else { 1 };
+            best = best.max(f * factors[n as usize]);
+        }
+        best
+    }
+
+    /// The index of the block that would hold `target`, from the skip table (needs one).
+    fn shallow_index(&mut self, target: u32) -> Option<usize> {
         let n = self.n_blocks as usize;
         // Targets mostly move forward a block at a time: gallop from the last answer.
         let mut lo = if self.shallow_hint < n
@@ -329,7 +413,7 @@ impl PostingsCursor {
             return None;
         }
         self.shallow_hint = lo;
-        Some((self.skip_last_doc(lo), self.skip_impact(lo)))
+        Some(lo)
     }
 
     /// The term-wide best impact.
@@ -509,6 +593,9 @@ impl PostingsCursor {
         let rest = bytes.get(p..).unwrap_or(&[]);
         p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
         let rest = bytes.get(p..).unwrap_or(&[]);
+        if self.docs_only {
+            return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
+        }
         p += self.codec.unpack(rest, fb, &mut self.freqs)?;
         for f in self.freqs.iter_mut() {
             *f = f.saturating_add(1);

@@ -174,3 +174,64 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Docs-only cursors visit the same documents, by `next` and by `seek`.
+    #[test]
+    fn docs_only_visits_the_same_docs(gaps in proptest::collection::vec(1u32..300, 1..900), targets in proptest::collection::vec(0u32..200_000, 0..30)) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut full = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
+        let mut lean = PostingsCursor::new(&info, &post, None, u32::MAX - 1);
+        lean.set_docs_only();
+        while full.doc() != TERMINATED {
+            prop_assert_eq!(lean.doc(), full.doc());
+            full.next();
+            lean.next();
+        }
+        prop_assert_eq!(lean.doc(), TERMINATED);
+        let mut targets = targets;
+        targets.sort();
+        let mut full = PostingsCursor::new(&info, &post, None, u32::MAX - 1);
+        let mut lean = PostingsCursor::new(&info, &post, None, u32::MAX - 1);
+        lean.set_docs_only();
+        for t in targets {
+            prop_assert_eq!(lean.seek(t), full.seek(t));
+        }
+        prop_assert!(lean.is_corrupt().is_none());
+    }
+
+    /// `shallow_factor` / `block_factor` give the best `freq * factor` of the block's impacts.
+    #[test]
+    fn block_factor_is_the_best_impact(gaps in proptest::collection::vec(1u32..40, 1..1500), seed in 1u32..1000) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut factors = [0f32; 256];
+        for (i, f) in factors.iter_mut().enumerate() {
+            *f = 1.0 / (1.0 + ((i as u32 * seed) % 97) as f32);
+        }
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
+        let mut probe = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
+        for b in 0..c.block_count() {
+            let target = if b == 0 { 0 } else { c.block_last_doc(b - 1) + 1 };
+            let (last, imp) = c.shallow_block(target).unwrap();
+            for with_norms in [true, false] {
+                let want = imp
+                    .pairs()
+                    .iter()
+                    .map(|p| {
+                        let n = if with_norms { p.min_norm } else { 1 };
+                        p.max_freq as f32 * factors[n as usize]
+                    })
+                    .fold(0f32, f32::max);
+                let (last2, got) = probe.shallow_factor(target, &factors, with_norms).unwrap();
+                prop_assert_eq!(last2, last);
+                prop_assert_eq!(got, want);
+                if c.block_count() > 1 {
+                    prop_assert_eq!(c.block_last_doc(b), last);
+                    prop_assert_eq!(c.block_factor(b, &factors, with_norms), want);
+                }
+            }
+        }
+    }
+}

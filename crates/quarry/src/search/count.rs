@@ -1,0 +1,110 @@
+//! How many documents of a segment match, without scoring: exact counts of term conjunctions,
+//! exclusions and small unions from doc ids alone (no freqs decoded, nothing scored), using
+//! document frequencies where they answer directly.
+//!
+//! - `+a +b ...` (required terms, any optional clauses, which never change the matching set when
+//!   something is required): a leapfrog intersection led by the rarest term, seeking the others
+//!   through their skip tables so only blocks that can hold the lead's documents are decoded.
+//! - `+a ... -b -c`: `count(A) - |A ∩ (b ∪ c)|`, the latter by inclusion–exclusion over
+//!   intersections (each led by its rarest term, so rare excluded terms cost little); a single
+//!   required term's count is its document frequency.
+//! - `a b` (two optional terms, nothing else): `df(a) + df(b) - |a ∩ b|`.
+use quarry_store::Bytes;
+
+use super::scorer::TERMINATED;
+use crate::codec::postings::{PostingsCursor, TermInfo};
+use crate::index::SegmentReader;
+use crate::{Error, Result};
+
+/// Excluded terms handled by inclusion–exclusion (2^n - 1 intersections).
+pub const MAX_EXCLUDED: usize = 3;
+
+/// A term's entry in one segment.
+#[derive(Clone, Copy)]
+pub struct CountTerm<'a> {
+    pub field: u32,
+    pub info: &'a TermInfo,
+    pub bytes: &'a Bytes,
+}
+
+impl CountTerm<'_> {
+    fn doc_freq(&self) -> u64 {
+        u64::from(self.info.doc_freq)
+    }
+    fn open(&self, seg: &SegmentReader) -> Result<PostingsCursor> {
+        seg.postings(self.field, self.info, self.bytes, false)
+    }
+}
+
+/// The number of documents holding every one of `cursors` (doc ids only).
+pub fn count_and(seg: &SegmentReader, mut cursors: Vec<PostingsCursor>) -> Result<u64> {
+    if cursors.is_empty() {
+        return Ok(0);
+    }
+    cursors.sort_by_key(|c| c.doc_freq());
+    for c in cursors.iter_mut() {
+        c.set_docs_only();
+    }
+    let (lead, rest) = cursors.split_first_mut().expect("non-empty");
+    let mut count = 0u64;
+    let mut target = lead.doc();
+    'outer: while target != TERMINATED {
+        for c in rest.iter_mut() {
+            let d = c.seek(target);
+            if d != target {
+                target = lead.seek(d);
+                continue 'outer;
+            }
+        }
+        count += 1;
+        target = lead.next();
+    }
+    if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
+        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+    }
+    Ok(count)
+}
+
+/// The number of documents holding all of `required` and none of `excluded`
+/// (`excluded.len() <= MAX_EXCLUDED`, `required` non-empty).
+pub fn count_req_excl(
+    seg: &SegmentReader,
+    required: &[CountTerm],
+    excluded: &[CountTerm],
+) -> Result<u64> {
+    debug_assert!(!required.is_empty() && excluded.len() <= MAX_EXCLUDED);
+    let open = |terms: &[CountTerm]| -> Result<Vec<PostingsCursor>> {
+        terms.iter().map(|t| t.open(seg)).collect()
+    };
+    let req: Vec<CountTerm> = required.to_vec();
+    let base = if let [t] = required {
+        t.doc_freq()
+    } else {
+        count_and(seg, open(&req)?)?
+    };
+    // |A ∩ (b1 ∪ ... ∪ bn)| by inclusion–exclusion.
+    let mut overlap = 0i64;
+    for mask in 1u32..(1 << excluded.len()) {
+        let mut terms = req.clone();
+        terms.extend(
+            excluded
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, t)| *t),
+        );
+        let n = count_and(seg, open(&terms)?)? as i64;
+        if mask.count_ones() % 2 == 1 {
+            overlap += n;
+        } else {
+            overlap -= n;
+        }
+    }
+    Ok(base.saturating_sub(overlap.max(0) as u64))
+}
+
+/// The number of documents holding `a` or `b`.
+pub fn count_or2(seg: &SegmentReader, a: &CountTerm, b: &CountTerm) -> Result<u64> {
+    let both = count_and(seg, vec![a.open(seg)?, b.open(seg)?])?;
+    Ok((a.doc_freq() + b.doc_freq()).saturating_sub(both))
+}
