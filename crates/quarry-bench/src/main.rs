@@ -6,6 +6,7 @@
 
 mod charts;
 mod drivers;
+mod load;
 mod measure;
 mod orchestrator;
 mod protocol;
@@ -36,6 +37,8 @@ enum Cmd {
         /// bench/results/<date>-<workload>.json
         json: std::path::PathBuf,
     },
+    /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
+    Load(load::LoadArgs),
     /// Run one engine's driver (the orchestrator spawns these).
     Driver {
         #[command(subcommand)]
@@ -73,6 +76,7 @@ fn real_main() -> Result<()> {
         Cmd::Run(args) => orchestrator::run(args),
         Cmd::Prepare(args) => orchestrator::prepare(args),
         Cmd::Report { json } => report::rerender(&json),
+        Cmd::Load(args) => load::run(args),
         Cmd::Driver {
             engine: Engine::Tantivy { cmd },
         } => drivers::run::<drivers::tantivy::Tantivy>(cmd),
