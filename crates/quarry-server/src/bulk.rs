@@ -144,3 +144,36 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The fuzz target's property on a fast budget: any bytes parse or give a 400 naming a
+        /// line; lines made of real actions and sources are never dropped.
+        #[test]
+        fn any_bytes_parse_or_name_a_line(body in proptest::collection::vec(any::<u8>(), 0..400),
+                                          lines in proptest::collection::vec(
+                                              prop_oneof![
+                                                  Just("{\"index\":{\"_id\":\"1\"}}".to_string()),
+                                                  Just("{\"delete\":{\"_id\":\"2\"}}".to_string()),
+                                                  Just("{\"update\":{\"_id\":\"3\"}}".to_string()),
+                                                  Just("{\"doc\":{\"a\":1}}".to_string()),
+                                                  Just("{\"a\":[1,{\"b\":null}]}".to_string()),
+                                                  Just("{".to_string()),
+                                                  Just(String::new()),
+                                              ], 0..12)) {
+            for input in [body, lines.join("\n").into_bytes()] {
+                match parse(&input, Some("d")) {
+                    Ok(items) => prop_assert!(items.len() <= input.len()),
+                    Err(e) => {
+                        prop_assert_eq!(e.status, 400);
+                        prop_assert!(e.reason.contains("line ["), "{}", e.reason);
+                    }
+                }
+            }
+        }
+    }
+}

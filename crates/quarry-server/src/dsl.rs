@@ -780,3 +780,72 @@ mod tests {
         assert!(tr(deep).unwrap_err().reason.contains("nested"));
     }
 }
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| Value::from(i)),
+            (-1e3f64..1e3).prop_map(Value::from),
+            prop_oneof![
+                Just("match"), Just("bool"), Just("must"), Just("should"), Just("title"),
+                Just("body"), Just("id"), Just("query"), Just("term"), Just("terms"),
+                Just("match_phrase"), Just("slop"), Just("boost"), Just("minimum_should_match"),
+                Just("query_string"), Just("multi_match"), Just("fields"), Just("50%"),
+                Just("oil AND (gas"), Just("prefix"), Just("exists"), Just("field"), Just("ids"),
+                Just("values"), Just("must_not"), Just("filter"), Just("operator"), Just("and"),
+            ]
+            .prop_map(|s| Value::String(s.to_string())),
+        ];
+        leaf.prop_recursive(6, 64, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("match"), Just("bool"), Just("must"), Just("should"),
+                            Just("title"), Just("body"), Just("id"), Just("query"), Just("term"),
+                            Just("terms"), Just("match_phrase"), Just("slop"), Just("boost"),
+                            Just("query_string"), Just("multi_match"), Just("fields"),
+                            Just("prefix"), Just("exists"), Just("field"), Just("ids"),
+                            Just("values"), Just("must_not"), Just("filter"), Just("operator"),
+                            Just("minimum_should_match"), Just("type"), Just("match_all"),
+                        ],
+                        inner
+                    ),
+                    0..3
+                )
+                .prop_map(|kv| Value::Object(
+                    kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The fuzz target's property on a fast budget: translating any JSON never panics and
+        /// every refusal is a client error.
+        #[test]
+        fn any_json_translates_or_is_a_client_error(v in json_value()) {
+            let schema = Schema::builder()
+                .keyword("_id")
+                .integer("id")
+                .text("title", true)
+                .text("body", true)
+                .build();
+            let s = Searcher::new(schema, Arc::new(Vec::new()));
+            if let Err(e) = translate(&v, &s) {
+                prop_assert!(e.status.is_client_error(), "{}", e);
+            }
+            if let Ok(q) = translate(&serde_json::json!({"bool": {"must": [v]}}), &s) {
+                let _ = s.search(&q, 10, quarry::SearchMode::TopCount);
+            }
+        }
+    }
+}
