@@ -70,7 +70,13 @@ impl Conn {
     }
 
     /// Sends one request; returns the status and body.
-    fn request(&mut self, method: &str, path: &str, ct: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
+    fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        ct: &str,
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>)> {
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
             self.host,
@@ -153,7 +159,11 @@ pub fn run(args: LoadArgs) -> Result<()> {
         docs.push(json!({"title": v["title"], "body": v["body"]}).to_string());
     }
     if docs.len() <= args.preload {
-        bail!("the corpus has {} documents, fewer than --preload {}", docs.len(), args.preload);
+        bail!(
+            "the corpus has {} documents, fewer than --preload {}",
+            docs.len(),
+            args.preload
+        );
     }
     let queries: Vec<Vec<u8>> = prepared
         .queries
@@ -170,18 +180,39 @@ pub fn run(args: LoadArgs) -> Result<()> {
     let _ = c.request("DELETE", &format!("/{INDEX}"), "application/json", b"")?;
     let create = json!({"mappings": {"properties": {"title": {"type": "text"}, "body": {"type": "text"}}},
                         "settings": {"refresh_interval": "1s"}});
-    let (st, body) = c.request("PUT", &format!("/{INDEX}"), "application/json", create.to_string().as_bytes())?;
+    let (st, body) = c.request(
+        "PUT",
+        &format!("/{INDEX}"),
+        "application/json",
+        create.to_string().as_bytes(),
+    )?;
     if st != 200 {
-        bail!("creating the index: {st} {}", String::from_utf8_lossy(&body));
+        bail!(
+            "creating the index: {st} {}",
+            String::from_utf8_lossy(&body)
+        );
     }
     eprintln!("[load] preloading {} documents", args.preload);
     for chunk in docs[..args.preload].chunks(1000) {
-        let (st, body) = c.request("POST", &format!("/{INDEX}/_bulk"), "application/x-ndjson", &bulk_body(chunk))?;
+        let (st, body) = c.request(
+            "POST",
+            &format!("/{INDEX}/_bulk"),
+            "application/x-ndjson",
+            &bulk_body(chunk),
+        )?;
         if st != 200 || String::from_utf8_lossy(&body).contains("\"errors\":true") {
-            bail!("preload bulk failed: {st} {}", String::from_utf8_lossy(&body));
+            bail!(
+                "preload bulk failed: {st} {}",
+                String::from_utf8_lossy(&body)
+            );
         }
     }
-    c.request("POST", &format!("/{INDEX}/_refresh"), "application/json", b"")?;
+    c.request(
+        "POST",
+        &format!("/{INDEX}/_refresh"),
+        "application/json",
+        b"",
+    )?;
 
     let next_doc = Arc::new(AtomicU64::new(args.preload as u64));
     let docs = Arc::new(docs);
@@ -200,7 +231,15 @@ pub fn run(args: LoadArgs) -> Result<()> {
     for r in &results {
         println!(
             "| {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |",
-            r.rate, r.achieved_qps, r.p50_ms, r.p99_ms, r.p999_ms, r.p9999_ms, r.max_ms, r.errors + r.index_errors, r.docs_indexed
+            r.rate,
+            r.achieved_qps,
+            r.p50_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.p9999_ms,
+            r.max_ms,
+            r.errors + r.index_errors,
+            r.docs_indexed
         );
     }
     let best = results
@@ -209,11 +248,22 @@ pub fn run(args: LoadArgs) -> Result<()> {
         .map(|r| r.rate)
         .max();
     match best {
-        Some(b) => println!("highest rate with p99 under {} ms and no errors: {b} q/s", args.p99_bound_ms),
-        None => println!("no rate kept p99 under {} ms without errors", args.p99_bound_ms),
+        Some(b) => println!(
+            "highest rate with p99 under {} ms and no errors: {b} q/s",
+            args.p99_bound_ms
+        ),
+        None => println!(
+            "no rate kept p99 under {} ms without errors",
+            args.p99_bound_ms
+        ),
     }
     if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&json!({"index_rate": args.index_rate, "results": results}))?)?;
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(
+                &json!({"index_rate": args.index_rate, "results": results}),
+            )?,
+        )?;
     }
     Ok(())
 }
@@ -230,24 +280,43 @@ fn run_rate(
     let start = Instant::now() + Duration::from_millis(200);
     let next = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    let hist = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 120_000_000, 3)?));
+    let hist = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(
+        1,
+        120_000_000,
+        3,
+    )?));
     let stop = Arc::new(AtomicBool::new(false));
     // Indexing stream: a batch every 100 ms.
     let indexer = {
-        let (host, docs, next_doc, stop) = (host.to_string(), docs.clone(), next_doc.clone(), stop.clone());
+        let (host, docs, next_doc, stop) = (
+            host.to_string(),
+            docs.clone(),
+            next_doc.clone(),
+            stop.clone(),
+        );
         let per_batch = (args.index_rate / 10) as usize;
         std::thread::spawn(move || -> (u64, u64) {
             let (mut done, mut errs) = (0u64, 0u64);
             if per_batch == 0 {
                 return (0, 0);
             }
-            let Ok(mut c) = Conn::open(&host) else { return (0, 1) };
+            let Ok(mut c) = Conn::open(&host) else {
+                return (0, 1);
+            };
             let mut tick = Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                let from = next_doc.fetch_add(per_batch as u64, Ordering::Relaxed) as usize % docs.len();
+                let from =
+                    next_doc.fetch_add(per_batch as u64, Ordering::Relaxed) as usize % docs.len();
                 let to = (from + per_batch).min(docs.len());
-                match c.request("POST", &format!("/{INDEX}/_bulk"), "application/x-ndjson", &bulk_body(&docs[from..to])) {
-                    Ok((200, b)) if !String::from_utf8_lossy(&b).contains("\"errors\":true") => done += (to - from) as u64,
+                match c.request(
+                    "POST",
+                    &format!("/{INDEX}/_bulk"),
+                    "application/x-ndjson",
+                    &bulk_body(&docs[from..to]),
+                ) {
+                    Ok((200, b)) if !String::from_utf8_lossy(&b).contains("\"errors\":true") => {
+                        done += (to - from) as u64
+                    }
                     _ => errs += 1,
                 }
                 tick += Duration::from_millis(100);
@@ -260,8 +329,13 @@ fn run_rate(
     };
     let workers: Vec<_> = (0..args.connections)
         .map(|_| {
-            let (host, next, errors, hist, queries) =
-                (host.to_string(), next.clone(), errors.clone(), hist.clone(), queries.clone());
+            let (host, next, errors, hist, queries) = (
+                host.to_string(),
+                next.clone(),
+                errors.clone(),
+                hist.clone(),
+                queries.clone(),
+            );
             std::thread::spawn(move || {
                 let mut conn = Conn::open(&host).ok();
                 loop {
@@ -275,11 +349,16 @@ fn run_rate(
                     }
                     let q = &queries[i as usize % queries.len()];
                     let ok = match conn.as_mut() {
-                        Some(c) => matches!(c.request("POST", &format!("/{INDEX}/_search"), "application/json", q), Ok((200, _))),
+                        Some(c) => matches!(
+                            c.request("POST", &format!("/{INDEX}/_search"), "application/json", q),
+                            Ok((200, _))
+                        ),
                         None => false,
                     };
                     let micros = due.elapsed().as_micros() as u64;
-                    hist.lock().expect("histogram").saturating_record(micros.max(1));
+                    hist.lock()
+                        .expect("histogram")
+                        .saturating_record(micros.max(1));
                     if !ok {
                         errors.fetch_add(1, Ordering::Relaxed);
                         conn = Conn::open(&host).ok();

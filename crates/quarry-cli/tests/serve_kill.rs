@@ -13,7 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One HTTP/1.1 request on a fresh connection; returns (status, body).
-fn http(addr: &str, method: &str, path: &str, body: &str, ct: &str) -> std::io::Result<(u16, String)> {
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    ct: &str,
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     write!(
@@ -103,7 +109,8 @@ fn acknowledged_bulk_writes_survive_sigkill() {
             .collect();
         let wait = Instant::now();
         let before = acked.lock().unwrap().len();
-        while acked.lock().unwrap().len() < before + 200 && wait.elapsed() < Duration::from_secs(60) {
+        while acked.lock().unwrap().len() < before + 200 && wait.elapsed() < Duration::from_secs(60)
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(37 * (cycle as u64 % 5)));
@@ -123,17 +130,38 @@ fn acknowledged_bulk_writes_survive_sigkill() {
             .as_u64()
             .unwrap();
         let sent = next_id.load(Ordering::Relaxed);
-        assert!(count >= acked_now.len() as u64, "cycle {cycle}: {count} docs, {} acknowledged", acked_now.len());
-        assert!(count <= sent, "cycle {cycle}: {count} docs but only {sent} sent (duplicates)");
+        assert!(
+            count >= acked_now.len() as u64,
+            "cycle {cycle}: {count} docs, {} acknowledged",
+            acked_now.len()
+        );
+        assert!(
+            count <= sent,
+            "cycle {cycle}: {count} docs but only {sent} sent (duplicates)"
+        );
         for chunk in acked_now.chunks(1000) {
             let ids: Vec<String> = chunk.iter().map(|i| i.to_string()).collect();
             let q = serde_json::json!({"query": {"ids": {"values": ids}}, "size": 0, "track_total_hits": true});
-            let (st, body) = http(&addr, "POST", "/docs/_search", &q.to_string(), "application/json").unwrap();
+            let (st, body) = http(
+                &addr,
+                "POST",
+                "/docs/_search",
+                &q.to_string(),
+                "application/json",
+            )
+            .unwrap();
             assert_eq!(st, 200, "{body}");
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-            assert_eq!(v["hits"]["total"]["value"], chunk.len(), "cycle {cycle}: acknowledged documents lost");
+            assert_eq!(
+                v["hits"]["total"]["value"],
+                chunk.len(),
+                "cycle {cycle}: acknowledged documents lost"
+            );
         }
-        eprintln!("cycle {cycle}: {} acknowledged, {count} present, {sent} sent", acked_now.len());
+        eprintln!(
+            "cycle {cycle}: {} acknowledged, {count} present, {sent} sent",
+            acked_now.len()
+        );
     }
     child.kill().unwrap();
     child.wait().unwrap();

@@ -69,7 +69,10 @@ pub fn parse(body: &[u8], default_index: Option<&str>) -> Result<Vec<BulkItem>, 
                 .ok_or_else(|| malformed(n, format!("[{what}] needs a source line after it")))?;
             serde_json::from_slice::<Map<String, Value>>(l).map_err(|e| malformed(m, e))
         };
-        let need_id = |what: &str| id.clone().ok_or_else(|| malformed(n, format!("[{what}] needs an [_id]")));
+        let need_id = |what: &str| {
+            id.clone()
+                .ok_or_else(|| malformed(n, format!("[{what}] needs an [_id]")))
+        };
         let op = match kind.as_str() {
             "index" | "create" => WriteOp::Index {
                 id: id.clone(),
@@ -115,7 +118,9 @@ mod tests {
         assert_eq!(items.len(), 4);
         assert_eq!(items[0].index, "a");
         assert_eq!(items[1].index, "d");
-        assert!(matches!(&items[1].op, WriteOp::Index { id: Some(i), create: true, .. } if i == "2"));
+        assert!(
+            matches!(&items[1].op, WriteOp::Index { id: Some(i), create: true, .. } if i == "2")
+        );
         assert!(matches!(&items[2].op, WriteOp::Delete { id } if id == "3"));
         assert!(matches!(&items[3].op, WriteOp::Update { id, .. } if id == "1"));
         assert!(parse(b"", None).unwrap().is_empty());
@@ -127,11 +132,17 @@ mod tests {
         for (body, line) in [
             (&b"{\"index\":{}}\n{\"a\":1}\n{oops\n"[..], 3),
             (b"{\"index\":{\"_index\":\"a\"}}\n", 1),
-            (b"{\"index\":{\"_index\":\"a\"}}\n{\"a\":1}\n{\"delete\":{\"_index\":\"a\"}}", 3),
+            (
+                b"{\"index\":{\"_index\":\"a\"}}\n{\"a\":1}\n{\"delete\":{\"_index\":\"a\"}}",
+                3,
+            ),
             (b"{\"frob\":{\"_index\":\"a\"}}\n{}", 1),
             (b"[1]\n", 1),
             (b"{\"index\":{\"_index\":\"a\"}}\n[]\n", 2),
-            (b"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"x\"}\n", 2),
+            (
+                b"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"x\"}\n",
+                2,
+            ),
         ] {
             let e = parse(body, Some("d")).unwrap_err();
             assert_eq!(e.status, 400);

@@ -68,7 +68,9 @@ fn boost_of(m: &Map<String, Value>, what: &str) -> Result<Option<f32>, ApiError>
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(b) if b.is_finite() && b >= 0.0 && b <= f32::MAX as f64 => Ok(Some(b as f32)),
-            _ => Err(parsing(format!("[{what}] boost must be a finite number >= 0"))),
+            _ => Err(parsing(format!(
+                "[{what}] boost must be a finite number >= 0"
+            ))),
         },
         Some(_) => Err(parsing(format!("[{what}] boost must be a number"))),
     }
@@ -169,7 +171,9 @@ impl Translator<'_> {
                 allowed.extend_from_slice(options);
                 check_keys(m, &allowed, kind)?;
                 if !m.contains_key(main) {
-                    return Err(parsing(format!("[{kind}] query on [{field}] needs [{main}]")));
+                    return Err(parsing(format!(
+                        "[{kind}] query on [{field}] needs [{main}]"
+                    )));
                 }
                 m.clone()
             }
@@ -452,7 +456,9 @@ impl Translator<'_> {
     fn terms(&self, body: &Value) -> Result<Query, ApiError> {
         let m = obj(body, "terms")?;
         let boost = boost_of(m, "terms")?;
-        let mut fields = m.iter().filter(|(k, _)| !matches!(k.as_str(), "boost" | "_name"));
+        let mut fields = m
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "boost" | "_name"));
         let (field, values) = match (fields.next(), fields.next()) {
             (Some(kv), None) => kv,
             _ => return Err(parsing("[terms] query needs exactly one field")),
@@ -713,7 +719,10 @@ mod tests {
         assert_eq!(q.to_string(), "_id:1 _id:2");
         let q = tr(json!({"exists": {"field": "tag"}})).unwrap();
         assert!(matches!(q, Query::Prefix { ref prefix, .. } if prefix.is_empty()));
-        assert_eq!(tr(json!({"exists": {"field": "nope"}})).unwrap(), Query::MatchNone);
+        assert_eq!(
+            tr(json!({"exists": {"field": "nope"}})).unwrap(),
+            Query::MatchNone
+        );
         let q = tr(json!({"prefix": {"title": "oi"}})).unwrap();
         assert_eq!(q.to_string(), "title:oi*");
     }
@@ -750,11 +759,15 @@ mod tests {
     fn multi_match_and_query_string() {
         let q = tr(json!({"multi_match": {"query": "oil", "fields": ["title^2", "body"], "type": "most_fields"}})).unwrap();
         assert_eq!(q.to_string(), "(title:oil)^2.0 body:oil");
-        let e = tr(json!({"multi_match": {"query": "oil", "fields": ["title", "body"]}})).unwrap_err();
+        let e =
+            tr(json!({"multi_match": {"query": "oil", "fields": ["title", "body"]}})).unwrap_err();
         assert!(e.reason.contains("dis_max"), "{}", e.reason);
-        let q = tr(json!({"query_string": {"query": "oil AND title:gas", "default_field": "body"}})).unwrap();
+        let q =
+            tr(json!({"query_string": {"query": "oil AND title:gas", "default_field": "body"}}))
+                .unwrap();
         assert_eq!(q.to_string(), "+body:oil +title:gas");
-        let e = tr(json!({"query_string": {"query": "oil AND (", "default_field": "body"}})).unwrap_err();
+        let e = tr(json!({"query_string": {"query": "oil AND (", "default_field": "body"}}))
+            .unwrap_err();
         assert_eq!(e.status, 400);
     }
 
@@ -763,7 +776,10 @@ mod tests {
         for (v, needle) in [
             (json!({"range": {"year": {"gte": 1}}}), "range"),
             (json!({"fuzzy": {"body": "x"}}), "unknown query [fuzzy]"),
-            (json!({"match": {"body": "x"}, "term": {"tag": "y"}}), "more than one"),
+            (
+                json!({"match": {"body": "x"}, "term": {"tag": "y"}}),
+                "more than one",
+            ),
             (json!({"match": 3}), "must be an object"),
             (json!({"term": {"year": "abc"}}), "not an integer"),
             (json!({"match": {"body": {"qurey": "x"}}}), "qurey"),
@@ -791,15 +807,37 @@ mod prop {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|i| Value::from(i)),
+            any::<i64>().prop_map(Value::from),
             (-1e3f64..1e3).prop_map(Value::from),
             prop_oneof![
-                Just("match"), Just("bool"), Just("must"), Just("should"), Just("title"),
-                Just("body"), Just("id"), Just("query"), Just("term"), Just("terms"),
-                Just("match_phrase"), Just("slop"), Just("boost"), Just("minimum_should_match"),
-                Just("query_string"), Just("multi_match"), Just("fields"), Just("50%"),
-                Just("oil AND (gas"), Just("prefix"), Just("exists"), Just("field"), Just("ids"),
-                Just("values"), Just("must_not"), Just("filter"), Just("operator"), Just("and"),
+                Just("match"),
+                Just("bool"),
+                Just("must"),
+                Just("should"),
+                Just("title"),
+                Just("body"),
+                Just("id"),
+                Just("query"),
+                Just("term"),
+                Just("terms"),
+                Just("match_phrase"),
+                Just("slop"),
+                Just("boost"),
+                Just("minimum_should_match"),
+                Just("query_string"),
+                Just("multi_match"),
+                Just("fields"),
+                Just("50%"),
+                Just("oil AND (gas"),
+                Just("prefix"),
+                Just("exists"),
+                Just("field"),
+                Just("ids"),
+                Just("values"),
+                Just("must_not"),
+                Just("filter"),
+                Just("operator"),
+                Just("and"),
             ]
             .prop_map(|s| Value::String(s.to_string())),
         ];
@@ -809,13 +847,33 @@ mod prop {
                 proptest::collection::vec(
                     (
                         prop_oneof![
-                            Just("match"), Just("bool"), Just("must"), Just("should"),
-                            Just("title"), Just("body"), Just("id"), Just("query"), Just("term"),
-                            Just("terms"), Just("match_phrase"), Just("slop"), Just("boost"),
-                            Just("query_string"), Just("multi_match"), Just("fields"),
-                            Just("prefix"), Just("exists"), Just("field"), Just("ids"),
-                            Just("values"), Just("must_not"), Just("filter"), Just("operator"),
-                            Just("minimum_should_match"), Just("type"), Just("match_all"),
+                            Just("match"),
+                            Just("bool"),
+                            Just("must"),
+                            Just("should"),
+                            Just("title"),
+                            Just("body"),
+                            Just("id"),
+                            Just("query"),
+                            Just("term"),
+                            Just("terms"),
+                            Just("match_phrase"),
+                            Just("slop"),
+                            Just("boost"),
+                            Just("query_string"),
+                            Just("multi_match"),
+                            Just("fields"),
+                            Just("prefix"),
+                            Just("exists"),
+                            Just("field"),
+                            Just("ids"),
+                            Just("values"),
+                            Just("must_not"),
+                            Just("filter"),
+                            Just("operator"),
+                            Just("minimum_should_match"),
+                            Just("type"),
+                            Just("match_all"),
                         ],
                         inner
                     ),

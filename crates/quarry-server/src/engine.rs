@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use quarry::query::Query;
 use quarry::{
-    Document, Index, IndexWriter, MergePolicy, Schema, SearchMode, SearchResult,
-    Searcher, WriterOptions,
+    Document, Index, IndexWriter, MergePolicy, Schema, SearchMode, SearchResult, Searcher,
+    WriterOptions,
 };
 use serde_json::{Map, Value};
 
@@ -358,7 +358,8 @@ impl IndexHandle {
         let seq = self.translog.last_seq();
         st.writer.set_user_data(TRANSLOG_SEQ, &seq.to_string());
         let stats = st.writer.commit()?;
-        self.merges.fetch_add(stats.merges as u64, Ordering::Relaxed);
+        self.merges
+            .fetch_add(stats.merges as u64, Ordering::Relaxed);
         self.metrics.operation("commit", &self.name, t.elapsed());
         self.translog.trim(seq).map_err(internal)?;
         let searcher = Index::open(&self.engine_dir)?.searcher();

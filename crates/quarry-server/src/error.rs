@@ -36,7 +36,11 @@ impl ApiError {
     }
     /// 400 `illegal_argument_exception`.
     pub fn illegal(reason: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "illegal_argument_exception", reason)
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "illegal_argument_exception",
+            reason,
+        )
     }
     /// 400 `x_content_parse_exception`: malformed JSON.
     pub fn json(reason: impl Into<String>) -> Self {

@@ -153,7 +153,11 @@ fn parse_settings(v: Option<&Value>) -> Result<IndexSettings, ApiError> {
         let text = match v {
             Value::String(t) => t.clone(),
             Value::Number(n) => n.to_string(),
-            _ => return Err(ApiError::illegal(format!("setting [{k}] must be a string or number"))),
+            _ => {
+                return Err(ApiError::illegal(format!(
+                    "setting [{k}] must be a string or number"
+                )))
+            }
         };
         match k.as_str() {
             "refresh_interval" => {
@@ -207,7 +211,10 @@ mod tests {
         assert_eq!(parse_duration_ms("s"), None);
         let s = parse_settings(Some(&json!({"index": {"refresh_interval": "-1"}}))).unwrap();
         assert_eq!(s.refresh_interval_ms, None);
-        let s = parse_settings(Some(&json!({"refresh_interval": "250ms", "number_of_shards": 1}))).unwrap();
+        let s = parse_settings(Some(
+            &json!({"refresh_interval": "250ms", "number_of_shards": 1}),
+        ))
+        .unwrap();
         assert_eq!(s.refresh_interval_ms, Some(250));
         assert!(parse_settings(Some(&json!({"number_of_shards": 3}))).is_err());
     }

@@ -157,10 +157,7 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             check_request,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            observe,
-        ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), observe))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(state)
 }
@@ -199,14 +196,13 @@ pub fn media_type_ok(value: &str) -> bool {
     let mime = parts.next().unwrap_or_default();
     match mime.as_str() {
         "application/json" | "application/x-ndjson" => true,
-        "application/vnd.elasticsearch+json" | "application/vnd.elasticsearch+x-ndjson" => {
-            parts.all(|p| match p.split_once('=') {
+        "application/vnd.elasticsearch+json" | "application/vnd.elasticsearch+x-ndjson" => parts
+            .all(|p| match p.split_once('=') {
                 Some((k, v)) if k.trim() == "compatible-with" => {
                     matches!(v.trim(), "7" | "8" | "9")
                 }
                 _ => true,
-            })
-        }
+            }),
         _ => false,
     }
 }

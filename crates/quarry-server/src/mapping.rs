@@ -74,10 +74,14 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
     };
     for (name, def) in props.into_iter().flatten() {
         if name == ID_FIELD {
-            return Err(mapper("field [_id] is a metadata field and cannot be mapped"));
+            return Err(mapper(
+                "field [_id] is a metadata field and cannot be mapped",
+            ));
         }
         let Value::Object(def) = def else {
-            return Err(mapper(format!("mapping of field [{name}] must be an object")));
+            return Err(mapper(format!(
+                "mapping of field [{name}] must be an object"
+            )));
         };
         let ty = match def.get("type") {
             Some(Value::String(t)) => t.as_str(),
@@ -175,7 +179,10 @@ mod tests {
                                       "year": {"type": "integer"}}});
         let s = schema_from_mappings(Some(&m)).unwrap();
         assert_eq!(s.fields()[0].name, "_id");
-        assert_eq!(s.field_by_name("year").unwrap().field_type, FieldType::Integer);
+        assert_eq!(
+            s.field_by_name("year").unwrap().field_type,
+            FieldType::Integer
+        );
         let back = mappings_of(&s);
         assert_eq!(back["properties"]["title"]["type"], "text");
         assert_eq!(back["properties"]["year"]["type"], "long");

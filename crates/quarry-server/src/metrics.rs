@@ -94,10 +94,7 @@ impl Metrics {
         let mut out = String::new();
         out.push_str("# HELP quarry_http_requests_seconds HTTP request latency by method, endpoint and status.\n# TYPE quarry_http_requests_seconds histogram\n");
         for ((m, e, s), h) in self.requests.lock().expect("metrics lock").iter() {
-            let labels = format!(
-                "method=\"{m}\",endpoint=\"{}\",status=\"{s}\"",
-                escape(e)
-            );
+            let labels = format!("method=\"{m}\",endpoint=\"{}\",status=\"{s}\"", escape(e));
             h.render(&mut out, "quarry_http_requests_seconds", &labels);
         }
         let ops = self.operations.lock().expect("metrics lock");
@@ -116,14 +113,28 @@ impl Metrics {
         type Get = fn(&IndexGauges) -> u64;
         let gauge_defs: [(&str, &str, Get); 4] = [
             ("quarry_index_docs", "Searchable documents.", |g| g.docs),
-            ("quarry_index_segments", "Segments in the searchable view.", |g| g.segments),
-            ("quarry_translog_bytes", "Bytes in the translog (writes not yet committed).", |g| {
-                g.translog_bytes
-            }),
-            ("quarry_merges_total", "Segment merges done by commits since start.", |g| g.merges),
+            (
+                "quarry_index_segments",
+                "Segments in the searchable view.",
+                |g| g.segments,
+            ),
+            (
+                "quarry_translog_bytes",
+                "Bytes in the translog (writes not yet committed).",
+                |g| g.translog_bytes,
+            ),
+            (
+                "quarry_merges_total",
+                "Segment merges done by commits since start.",
+                |g| g.merges,
+            ),
         ];
         for (name, help, get) in gauge_defs {
-            let kind = if name.ends_with("_total") { "counter" } else { "gauge" };
+            let kind = if name.ends_with("_total") {
+                "counter"
+            } else {
+                "gauge"
+            };
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             for (index, g) in gauges {
                 let _ = writeln!(out, "{name}{{index=\"{}\"}} {}", escape(index), get(g));
@@ -134,7 +145,9 @@ impl Metrics {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

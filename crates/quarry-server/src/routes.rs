@@ -54,7 +54,6 @@ pub fn routes() -> Router<AppState> {
         .route("/{index}/_count", get(count_index).post(count_index))
 }
 
-
 /// Runs blocking engine work on the bounded pool (searches wait for a permit).
 async fn blocking<T: Send + 'static>(
     state: &AppState,
@@ -134,7 +133,10 @@ async fn metrics(State(state): State<AppState>) -> ApiResult {
         .collect();
     let text = state.metrics.render(&gauges);
     Ok((
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         text,
     )
         .into_response())
@@ -333,7 +335,11 @@ async fn put_doc(
     let create = match p.get("op_type").map(String::as_str) {
         None | Some("index") => false,
         Some("create") => true,
-        Some(o) => return Err(ApiError::illegal(format!("[op_type] [{o}] is not index or create"))),
+        Some(o) => {
+            return Err(ApiError::illegal(format!(
+                "[op_type] [{o}] is not index or create"
+            )))
+        }
     };
     let op = WriteOp::Index {
         id: Some(id),
@@ -366,7 +372,9 @@ async fn update_doc(
     let mut m = source_object(&body)?;
     for k in m.keys() {
         if k != "doc" {
-            return Err(ApiError::unsupported(format!("update with [{k}] (only [doc])")));
+            return Err(ApiError::unsupported(format!(
+                "update with [{k}] (only [doc])"
+            )));
         }
     }
     let doc = match m.remove("doc") {
@@ -580,12 +588,18 @@ pub async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiResu
 }
 
 /// Reads a request body up to `limit` bytes (413 beyond).
-pub async fn read_limited(body: Body, limit: usize, headers: &HeaderMap) -> Result<Bytes, ApiError> {
+pub async fn read_limited(
+    body: Body,
+    limit: usize,
+    headers: &HeaderMap,
+) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "request_entity_too_large_exception",
-            format!("the request body is larger than the limit of {limit} bytes (--max-body-bytes)"),
+            format!(
+                "the request body is larger than the limit of {limit} bytes (--max-body-bytes)"
+            ),
         )
     };
     if let Some(len) = headers
@@ -598,8 +612,7 @@ pub async fn read_limited(body: Body, limit: usize, headers: &HeaderMap) -> Resu
         }
     }
     axum::body::to_bytes(body, limit).await.map_err(|e| {
-        if std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+        if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
         {
             too_large()
         } else {

@@ -79,7 +79,9 @@ pub fn parse_source(v: &Value) -> Result<SourceFilter, ApiError> {
         Value::Object(m) => {
             for k in m.keys() {
                 if !matches!(k.as_str(), "includes" | "excludes" | "include" | "exclude") {
-                    return Err(ApiError::parsing(format!("[_source] does not support [{k}]")));
+                    return Err(ApiError::parsing(format!(
+                        "[_source] does not support [{k}]"
+                    )));
                 }
             }
             let get = |a: &str, b: &str| m.get(a).or_else(|| m.get(b)).map(list).transpose();
@@ -192,8 +194,14 @@ pub fn parse_request(
             .map(|s| Value::String(s.clone()))
             .or_else(|| m.get(key).cloned())
     };
-    let from = pick("from").map(|v| usize_of(&v, "from")).transpose()?.unwrap_or(0);
-    let size = pick("size").map(|v| usize_of(&v, "size")).transpose()?.unwrap_or(10);
+    let from = pick("from")
+        .map(|v| usize_of(&v, "from"))
+        .transpose()?
+        .unwrap_or(0);
+    let size = pick("size")
+        .map(|v| usize_of(&v, "size"))
+        .transpose()?
+        .unwrap_or(10);
     if from.saturating_add(size) > MAX_RESULT_WINDOW {
         return Err(ApiError::illegal(format!(
             "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
@@ -218,9 +226,15 @@ pub fn parse_request(
     let timeout_ms = match pick("timeout") {
         None => None,
         Some(Value::String(s)) => Some(parse_duration_ms(&s).ok_or_else(|| {
-            ApiError::parsing(format!("failed to parse [timeout] value [{s}] (e.g. 500ms, 2s)"))
+            ApiError::parsing(format!(
+                "failed to parse [timeout] value [{s}] (e.g. 500ms, 2s)"
+            ))
         })?),
-        Some(_) => return Err(ApiError::parsing("[timeout] must be a string such as \"2s\"")),
+        Some(_) => {
+            return Err(ApiError::parsing(
+                "[timeout] must be a string such as \"2s\"",
+            ))
+        }
     };
     Ok(SearchRequest {
         query,
@@ -233,7 +247,11 @@ pub fn parse_request(
 }
 
 /// Runs a search request on one index and builds the Elasticsearch response body.
-pub fn run(handle: &IndexHandle, req: &SearchRequest, took_start: std::time::Instant) -> Result<Value, ApiError> {
+pub fn run(
+    handle: &IndexHandle,
+    req: &SearchRequest,
+    took_start: std::time::Instant,
+) -> Result<Value, ApiError> {
     let k = req.from + req.size;
     let mode = match req.track_total {
         TrackTotal::Off => SearchMode::Top,
@@ -290,13 +308,19 @@ mod tests {
         let src: Map<String, Value> =
             serde_json::from_value(json!({"title": "a", "body": "b", "year": 1})).unwrap();
         let f = parse_source(&json!(["t*"])).unwrap();
-        assert_eq!(Value::Object(f.apply(src.clone()).unwrap()), json!({"title": "a"}));
+        assert_eq!(
+            Value::Object(f.apply(src.clone()).unwrap()),
+            json!({"title": "a"})
+        );
         let f = parse_source(&json!({"excludes": ["body"]})).unwrap();
         assert_eq!(
             Value::Object(f.apply(src.clone()).unwrap()),
             json!({"title": "a", "year": 1})
         );
-        assert!(parse_source(&json!(false)).unwrap().apply(src.clone()).is_none());
+        assert!(parse_source(&json!(false))
+            .unwrap()
+            .apply(src.clone())
+            .is_none());
         assert!(parse_source(&json!(3)).is_err());
         assert!(glob("*e*", "title"));
         assert!(!glob("b*y", "bodx"));
@@ -304,7 +328,10 @@ mod tests {
 
     #[test]
     fn request_parameters() {
-        let schema = quarry::Schema::builder().keyword("_id").text("body", true).build();
+        let schema = quarry::Schema::builder()
+            .keyword("_id")
+            .text("body", true)
+            .build();
         let s = Searcher::new(schema, std::sync::Arc::new(Vec::new()));
         let mut p = HashMap::new();
         p.insert("q".to_string(), "oil".to_string());

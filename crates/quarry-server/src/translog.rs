@@ -29,6 +29,9 @@ pub enum TranslogError {
 }
 
 const HEADER: usize = 16;
+
+/// Records to replay: `(sequence number, payload)` in order.
+pub type Pending = Vec<(u64, Vec<u8>)>;
 const MAX_RECORD: usize = 1 << 30;
 
 struct Tail {
@@ -52,7 +55,7 @@ pub struct Translog {
 impl Translog {
     /// Opens (creating if needed) the log at `path`. Returns the log and the records with a
     /// sequence number above `committed`, in order; a torn tail is truncated away.
-    pub fn open(path: &Path, committed: u64) -> Result<(Self, Vec<(u64, Vec<u8>)>), TranslogError> {
+    pub fn open(path: &Path, committed: u64) -> Result<(Self, Pending), TranslogError> {
         let io = |op: &'static str| {
             let path = path.to_path_buf();
             move |source| TranslogError::Io { path, op, source }
@@ -167,7 +170,7 @@ impl Translog {
 }
 
 /// Parses records from the start of `data`; returns them and the length of the valid prefix.
-fn parse_records(data: &[u8]) -> (Vec<(u64, Vec<u8>)>, usize) {
+fn parse_records(data: &[u8]) -> (Pending, usize) {
     let mut out = Vec::new();
     let mut pos = 0;
     while data.len() - pos >= HEADER {

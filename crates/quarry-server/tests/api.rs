@@ -87,7 +87,14 @@ async fn reuters_index(state: &AppState, n: usize) {
         bulk.push_str(&doc.to_string());
         bulk.push('\n');
     }
-    let r = call(state, "POST", "/reuters/_bulk?refresh=true", Some(&bulk), NDJSON).await;
+    let r = call(
+        state,
+        "POST",
+        "/reuters/_bulk?refresh=true",
+        Some(&bulk),
+        NDJSON,
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body["errors"], false, "{}", r.body);
     assert_eq!(r.body["items"].as_array().unwrap().len(), n);
@@ -102,12 +109,18 @@ async fn dsl_searches_score_like_the_library_on_reuters() {
     let index = Index::open(&dir.path().join("reuters/index")).unwrap();
     let lib = index.searcher();
     for (dsl, lucene) in [
-        (json!({"match": {"body": "oil prices"}}), "body:(oil prices)"),
+        (
+            json!({"match": {"body": "oil prices"}}),
+            "body:(oil prices)",
+        ),
         (
             json!({"match": {"body": {"query": "oil prices", "operator": "and"}}}),
             "+body:oil +body:prices",
         ),
-        (json!({"match_phrase": {"body": {"query": "crude oil", "slop": 1}}}), "body:\"crude oil\"~1"),
+        (
+            json!({"match_phrase": {"body": {"query": "crude oil", "slop": 1}}}),
+            "body:\"crude oil\"~1",
+        ),
         (
             json!({"bool": {"must": {"match": {"title": "cocoa"}}, "must_not": {"term": {"topics": "coffee"}}}}),
             "+title:cocoa -topics:coffee",
@@ -123,7 +136,14 @@ async fn dsl_searches_score_like_the_library_on_reuters() {
         (json!({"term": {"topics": "grain"}}), "topics:grain"),
     ] {
         let body = json!({"query": dsl, "size": 10, "track_total_hits": true});
-        let r = call(&state, "POST", "/reuters/_search", Some(&body.to_string()), JSON).await;
+        let r = call(
+            &state,
+            "POST",
+            "/reuters/_search",
+            Some(&body.to_string()),
+            JSON,
+        )
+        .await;
         assert_eq!(r.status, 200, "{dsl}: {}", r.body);
         assert_eq!(r.product.as_deref(), Some("Elasticsearch"));
         let q = lib.parse_query(lucene, &["body"]).unwrap();
@@ -142,22 +162,66 @@ async fn dsl_searches_score_like_the_library_on_reuters() {
         }
     }
     // q= URI search, from/size, _source filtering, count.
-    let r = call(&state, "GET", "/reuters/_search?q=title:oil&from=2&size=3&_source=title,id", None, JSON).await;
+    let r = call(
+        &state,
+        "GET",
+        "/reuters/_search?q=title:oil&from=2&size=3&_source=title,id",
+        None,
+        JSON,
+    )
+    .await;
     assert_eq!(r.status, 200);
     let hits = r.body["hits"]["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 3);
     let keys: Vec<&String> = hits[0]["_source"].as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 2, "{keys:?}");
-    let r = call(&state, "POST", "/reuters/_count", Some(r#"{"query": {"match": {"title": "oil"}}}"#), JSON).await;
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_count",
+        Some(r#"{"query": {"match": {"title": "oil"}}}"#),
+        JSON,
+    )
+    .await;
     let q = lib.parse_query("title:oil", &["body"]).unwrap();
-    assert_eq!(r.body["count"], lib.search(&q, 0, SearchMode::Count).unwrap().total_hits);
-    let r = call(&state, "POST", "/reuters/_count", Some(r#"{"query": {"exists": {"field": "topics"}}}"#), JSON).await;
-    let with_topics = reuters(3000).iter().filter(|d| d["topics"].as_array().is_some_and(|a| !a.is_empty())).count();
+    assert_eq!(
+        r.body["count"],
+        lib.search(&q, 0, SearchMode::Count).unwrap().total_hits
+    );
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_count",
+        Some(r#"{"query": {"exists": {"field": "topics"}}}"#),
+        JSON,
+    )
+    .await;
+    let with_topics = reuters(3000)
+        .iter()
+        .filter(|d| d["topics"].as_array().is_some_and(|a| !a.is_empty()))
+        .count();
     assert_eq!(r.body["count"], with_topics);
-    let r = call(&state, "POST", "/reuters/_search", Some(r#"{"query": {"ids": {"values": ["5", "7"]}}}"#), JSON).await;
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(r#"{"query": {"ids": {"values": ["5", "7"]}}}"#),
+        JSON,
+    )
+    .await;
     assert_eq!(r.body["hits"]["total"]["value"], 2);
-    let r = call(&state, "POST", "/reuters/_search", Some(r#"{"query": {"match_all": {}}, "track_total_hits": 100}"#), JSON).await;
-    assert_eq!(r.body["hits"]["total"], json!({"value": 100, "relation": "gte"}));
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(r#"{"query": {"match_all": {}}, "track_total_hits": 100}"#),
+        JSON,
+    )
+    .await;
+    assert_eq!(
+        r.body["hits"]["total"],
+        json!({"value": 100, "relation": "gte"})
+    );
     assert_eq!(r.body["_shards"]["failed"], 0);
 }
 
@@ -175,23 +239,62 @@ async fn documents_indexes_and_translog_replay() {
     let r = call(&state, "PUT", "/books", Some("{}"), JSON).await;
     assert_eq!(r.body["error"]["type"], "resource_already_exists_exception");
     let r = call(&state, "GET", "/books/_mapping", None, JSON).await;
-    assert_eq!(r.body["books"]["mappings"]["properties"]["year"]["type"], "long");
+    assert_eq!(
+        r.body["books"]["mappings"]["properties"]["year"]["type"],
+        "long"
+    );
 
-    let r = call(&state, "PUT", "/books/_doc/1", Some(r#"{"title": "Dune", "year": 1965}"#), JSON).await;
+    let r = call(
+        &state,
+        "PUT",
+        "/books/_doc/1",
+        Some(r#"{"title": "Dune", "year": 1965}"#),
+        JSON,
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["result"], "created");
-    let r = call(&state, "POST", "/books/_doc", Some(r#"{"title": "Emma"}"#), JSON).await;
+    let r = call(
+        &state,
+        "POST",
+        "/books/_doc",
+        Some(r#"{"title": "Emma"}"#),
+        JSON,
+    )
+    .await;
     assert_eq!(r.status, 201);
     let auto_id = r.body["_id"].as_str().unwrap().to_string();
     // Realtime get before any refresh.
     let r = call(&state, "GET", "/books/_doc/1", None, JSON).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["_source"], json!({"title": "Dune", "year": 1965}));
-    let r = call(&state, "GET", &format!("/books/_doc/{auto_id}?_source=title"), None, JSON).await;
+    let r = call(
+        &state,
+        "GET",
+        &format!("/books/_doc/{auto_id}?_source=title"),
+        None,
+        JSON,
+    )
+    .await;
     assert_eq!(r.body["_source"], json!({"title": "Emma"}));
-    assert_eq!(call(&state, "GET", "/books/_doc/zz", None, JSON).await.body["found"], false);
-    assert_eq!(call(&state, "HEAD", "/books/_doc/zz", None, JSON).await.status, 404);
-    let r = call(&state, "PUT", "/books/_create/1", Some(r#"{"title": "x"}"#), JSON).await;
+    assert_eq!(
+        call(&state, "GET", "/books/_doc/zz", None, JSON).await.body["found"],
+        false
+    );
+    assert_eq!(
+        call(&state, "HEAD", "/books/_doc/zz", None, JSON)
+            .await
+            .status,
+        404
+    );
+    let r = call(
+        &state,
+        "PUT",
+        "/books/_create/1",
+        Some(r#"{"title": "x"}"#),
+        JSON,
+    )
+    .await;
     assert_eq!(r.status, 409);
     assert_eq!(r.body["error"]["type"], "version_conflict_engine_exception");
     let r = call(&state, "POST", "/books/_refresh", None, JSON).await;
@@ -200,24 +303,49 @@ async fn documents_indexes_and_translog_replay() {
     assert_eq!(r.body[0]["docs.count"], "2");
 
     // Writes acknowledged but never committed come back from the translog.
-    let r = call(&state, "PUT", "/books/_doc/3", Some(r#"{"title": "Ulysses", "year": 1922}"#), JSON).await;
+    let r = call(
+        &state,
+        "PUT",
+        "/books/_doc/3",
+        Some(r#"{"title": "Ulysses", "year": 1922}"#),
+        JSON,
+    )
+    .await;
     assert_eq!(r.status, 201);
     let bulk = "{\"index\":{\"_index\":\"books\",\"_id\":\"4\"}}\n{\"title\":\"Kim\"}\n";
-    assert_eq!(call(&state, "POST", "/_bulk", Some(bulk), NDJSON).await.body["errors"], false);
+    assert_eq!(
+        call(&state, "POST", "/_bulk", Some(bulk), NDJSON)
+            .await
+            .body["errors"],
+        false
+    );
     drop(state); // no close(): nothing is committed, as after kill -9
     let state = AppState::open(Config::new(dir.path())).unwrap();
     let r = call(&state, "POST", "/books/_count", None, JSON).await;
     assert_eq!(r.body["count"], 4, "{}", r.body);
-    assert_eq!(std::fs::metadata(dir.path().join("books/translog")).unwrap().len(), 0);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("books/translog"))
+            .unwrap()
+            .len(),
+        0
+    );
     let r = call(&state, "GET", "/_metrics", None, JSON).await;
     let text = r.body.as_str().unwrap();
-    assert!(text.contains("quarry_index_docs{index=\"books\"} 4"), "{text}");
+    assert!(
+        text.contains("quarry_index_docs{index=\"books\"} 4"),
+        "{text}"
+    );
     assert!(text.contains("quarry_http_requests_seconds_count{method=\"POST\",endpoint=\"/{index}/_count\",status=\"200\"} 1"), "{text}");
 
     let r = call(&state, "DELETE", "/books", None, JSON).await;
     assert_eq!(r.status, 200);
     assert!(!dir.path().join("books").exists());
-    assert_eq!(call(&state, "GET", "/books/_search", None, JSON).await.status, 404);
+    assert_eq!(
+        call(&state, "GET", "/books/_search", None, JSON)
+            .await
+            .status,
+        404
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,21 +367,81 @@ async fn bad_input_gets_4xx_never_5xx() {
         ("POST", "/t/_search".into(), Some("{oops".into()), JSON, 400),
         ("POST", "/t/_search".into(), Some(deep.clone()), JSON, 400),
         ("POST", "/t/_search".into(), Some(deep_query), JSON, 400),
-        ("POST", "/t/_search".into(), Some(r#"{"query": {"fuzzy": {"title": "x"}}}"#.into()), JSON, 400),
-        ("POST", "/t/_search".into(), Some(r#"{"query": {"range": {"n": {"gte": 1}}}}"#.into()), JSON, 400),
-        ("POST", "/t/_search".into(), Some(r#"{"query": {"match": {"title": "x"}}}"#.into()), "text/plain", 406),
-        ("POST", "/t/_search".into(), Some(r#"{"size": -1}"#.into()), JSON, 400),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"query": {"fuzzy": {"title": "x"}}}"#.into()),
+            JSON,
+            400,
+        ),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"query": {"range": {"n": {"gte": 1}}}}"#.into()),
+            JSON,
+            400,
+        ),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"query": {"match": {"title": "x"}}}"#.into()),
+            "text/plain",
+            406,
+        ),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"size": -1}"#.into()),
+            JSON,
+            400,
+        ),
         ("POST", "/t/_search?q=title:(".into(), None, JSON, 400),
-        ("PUT", "/t/_doc/1".into(), Some(r#"{"n": "abc"}"#.into()), JSON, 400),
-        ("PUT", "/t/_doc/1".into(), Some(r#"{"other": 1}"#.into()), JSON, 400),
+        (
+            "PUT",
+            "/t/_doc/1".into(),
+            Some(r#"{"n": "abc"}"#.into()),
+            JSON,
+            400,
+        ),
+        (
+            "PUT",
+            "/t/_doc/1".into(),
+            Some(r#"{"other": 1}"#.into()),
+            JSON,
+            400,
+        ),
         ("PUT", "/t/_doc/1".into(), Some("[1, 2]".into()), JSON, 400),
         ("PUT", "/t/_doc/1".into(), Some(huge), JSON, 413),
-        ("POST", "/_bulk".into(), Some("{\"index\": {}}\n{}\n".into()), NDJSON, 400),
-        ("POST", "/_bulk".into(), Some("not json\n".into()), NDJSON, 400),
+        (
+            "POST",
+            "/_bulk".into(),
+            Some("{\"index\": {}}\n{}\n".into()),
+            NDJSON,
+            400,
+        ),
+        (
+            "POST",
+            "/_bulk".into(),
+            Some("not json\n".into()),
+            NDJSON,
+            400,
+        ),
         ("PUT", "/..".into(), Some("{}".into()), JSON, 400),
-        ("PUT", "/%2e%2e%2fescape".into(), Some("{}".into()), JSON, 400),
+        (
+            "PUT",
+            "/%2e%2e%2fescape".into(),
+            Some("{}".into()),
+            JSON,
+            400,
+        ),
         ("PUT", "/Upper".into(), Some("{}".into()), JSON, 400),
-        ("PUT", "/geo".into(), Some(r#"{"mappings": {"properties": {"p": {"type": "geo_point"}}}}"#.into()), JSON, 400),
+        (
+            "PUT",
+            "/geo".into(),
+            Some(r#"{"mappings": {"properties": {"p": {"type": "geo_point"}}}}"#.into()),
+            JSON,
+            400,
+        ),
         ("GET", "/t/_nothing_here/x/y".into(), None, JSON, 400),
         ("PATCH", "/t".into(), None, JSON, 405),
         ("DELETE", "/t/_doc/1".into(), None, JSON, 400),
@@ -274,7 +462,10 @@ async fn bad_input_gets_4xx_never_5xx() {
     assert_eq!(r.body["items"][0]["index"]["status"], 400);
     assert_eq!(r.body["items"][1]["index"]["status"], 201);
     assert_eq!(r.body["items"][2]["index"]["status"], 404);
-    assert_eq!(r.body["items"][2]["index"]["error"]["type"], "index_not_found_exception");
+    assert_eq!(
+        r.body["items"][2]["index"]["error"]["type"],
+        "index_not_found_exception"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
