@@ -6,31 +6,14 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use quarry::analysis::{Analyzer, StandardAnalyzer};
-use quarry::query::{FieldAnalysis, Operator, QueryParser, SimpleAnalysis};
-
-/// Every field analyzed with quarry's standard analyzer.
-struct Standard(StandardAnalyzer);
-
-impl FieldAnalysis for Standard {
-    fn tokens(&self, _field: &str, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        self.0
-            .for_each_token(text, &mut |t| out.push(t.to_string()));
-        out
-    }
-
-    fn normalize(&self, _field: &str, text: &str) -> String {
-        self.0.normalize(text)
-    }
-}
+use quarry::query::{Operator, QueryParser, SimpleAnalysis, StandardAnalysis};
 
 fn parsers() -> &'static [QueryParser] {
     static PARSERS: OnceLock<Vec<QueryParser>> = OnceLock::new();
     PARSERS.get_or_init(|| {
         let simple = Arc::new(SimpleAnalysis);
         vec![
-            QueryParser::new("body", Arc::new(Standard(StandardAnalyzer::new()))),
+            QueryParser::new("body", Arc::new(StandardAnalysis::new())),
             QueryParser::new("body", simple.clone())
                 .with_default_operator(Operator::And)
                 .with_split_on_whitespace(true)

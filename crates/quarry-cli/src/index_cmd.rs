@@ -19,7 +19,8 @@ pub struct IndexArgs {
     /// Index directory (created if missing).
     #[arg(long)]
     pub index: PathBuf,
-    /// Schema file (JSON). Without it the schema is inferred from the first 1000 lines and printed.
+    /// Schema file (JSON). Without it the schema is inferred from the first 1000 documents and
+    /// printed (with --append, the index's schema is used).
     #[arg(long)]
     pub schema: Option<PathBuf>,
     /// Indexing threads (default: all cores).
@@ -57,35 +58,73 @@ pub struct IndexSummary {
     pub seconds: f64,
 }
 
-fn infer_schema(input: &Path) -> Result<Schema> {
+/// Infers a schema from the first [`INFER_LINES`] documents. With `skip_bad`, malformed lines
+/// are passed over here as in the indexing loop (which reports and counts them).
+fn infer_schema(input: &Path, skip_bad: bool) -> Result<Schema> {
     let mut lines = JsonLines::open(input)?;
     let mut samples = Vec::new();
     while samples.len() < INFER_LINES {
         let Some((n, line)) = lines.next_line()? else {
             break;
         };
-        match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
-            Ok(m) => samples.push(m),
+        match quarry::document::parse_object(line) {
+            Ok(m) => samples.push((n, m)),
+            Err(_) if skip_bad => {}
             Err(e) => bail!(
-                "{}: line {n}, column {}: malformed JSON while inferring the schema: {e}",
-                input.display(),
-                e.column()
+                "{}: line {n}: {e} (found while inferring the schema; use --skip-bad to skip such lines)",
+                input.display()
             ),
         }
     }
     if samples.is_empty() {
         bail!("{}: no documents to infer a schema from", input.display());
     }
-    Schema::infer(&samples).with_context(|| {
-        format!(
-            "{}: inferring the schema from the first {} lines",
-            input.display(),
-            samples.len()
-        )
-    })
+    let what = if samples.len() == 1 {
+        "the first document".to_string()
+    } else {
+        format!("the first {} documents", samples.len())
+    };
+    Schema::infer_lines(samples.iter().map(|(n, m)| (*n, m)))
+        .with_context(|| format!("{}: inferring the schema from {what}", input.display()))
+}
+
+/// Refuses, before anything is read or created, a target that cannot take this run: a regular
+/// file, a missing index with `--append`, or an existing index without `--append`/`--overwrite`.
+fn check_target(args: &IndexArgs) -> Result<()> {
+    let path = &args.index;
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => bail!(
+            "cannot index into {}: it is a file, not a directory",
+            path.display()
+        ),
+        Ok(_) => {
+            if !args.append && !args.overwrite {
+                if let Ok(idx) = quarry::Index::open(path) {
+                    bail!(
+                        "{} already holds an index ({}); use --append to add to it or --overwrite to replace it",
+                        path.display(),
+                        crate::plural(idx.doc_count(), "doc")
+                    );
+                }
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if args.append {
+                bail!(
+                    "no index at {} to append to (leave out --append to create one)",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
+    check_target(args)?;
+    let mut inferred = false;
     let schema = match &args.schema {
         None if args.append => None,
         Some(p) => {
@@ -94,14 +133,8 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             Some(Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?)
         }
         None => {
-            let s = infer_schema(&args.input)?;
-            if !args.quiet {
-                eprintln!(
-                    "inferred schema (save it and pass --schema to fix it):\n{}",
-                    s.to_json()
-                );
-            }
-            Some(s)
+            inferred = true;
+            Some(infer_schema(&args.input, args.skip_bad)?)
         }
     };
     let opts = WriterOptions {
@@ -126,15 +159,23 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         }
         w
     } else {
-        let schema = schema.expect("a schema unless appending");
-        if args.overwrite {
-            IndexWriter::overwrite(&args.index, schema, opts)?
+        let Some(schema) = schema else {
+            bail!("no schema: give --schema FILE")
+        };
+        let made = if args.overwrite {
+            IndexWriter::overwrite(&args.index, schema, opts)
         } else {
             IndexWriter::create(&args.index, schema, opts)
-                .context("use --append to add to it or --overwrite to replace it")?
-        }
+        };
+        made.with_context(|| format!("cannot create an index in {}", args.index.display()))?
     };
     let schema = writer.schema().clone();
+    if inferred && !args.quiet {
+        eprintln!(
+            "inferred schema (save it and pass --schema to fix it):\n{}",
+            schema.to_json()
+        );
+    }
     let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).unwrap_or(0);
     let compressed = !args.input.to_string_lossy().ends_with(".jsonl")
         && !args.input.to_string_lossy().ends_with(".json");

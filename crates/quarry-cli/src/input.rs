@@ -51,7 +51,7 @@ impl JsonLines {
         })
     }
 
-    /// The next non-empty line and its 1-based number.
+    /// The next non-empty line and its 1-based number (without a byte-order mark on line 1).
     pub fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
         loop {
             self.buf.clear();
@@ -66,10 +66,15 @@ impl JsonLines {
                 return Ok(None);
             }
             self.line_no += 1;
-            let line = self.buf.trim_end_matches(['\n', '\r']);
-            if !line.trim().is_empty() {
-                let line_no = self.line_no;
-                return Ok(Some((line_no, self.buf.trim_end_matches(['\n', '\r']))));
+            // A UTF-8 byte-order mark may start the file; it is not part of the first line.
+            let skip = if self.line_no == 1 && self.buf.starts_with('\u{feff}') {
+                '\u{feff}'.len_utf8()
+            } else {
+                0
+            };
+            let end = self.buf.trim_end_matches(['\n', '\r']).len();
+            if !self.buf[skip..end].trim().is_empty() {
+                return Ok(Some((self.line_no, &self.buf[skip..end])));
             }
         }
     }

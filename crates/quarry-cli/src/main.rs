@@ -73,9 +73,45 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", render_error(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error and its causes on one line, outermost first, leaving out a cause whose text the
+/// message before it already contains (an I/O error that names its OS error is followed by that
+/// OS error as its source: print it once).
+fn render_error(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut prev = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !prev.is_empty() && prev.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        prev = text;
+    }
+    out
+}
+
+/// Refuses a path that cannot hold an index before anything opens it (opening a directory
+/// creates it; reading commands must never create anything).
+pub(crate) fn require_index_dir(path: &std::path::Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("not an index: {} is a file", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!(
+                "no index at {}: the directory does not exist",
+                path.display()
+            )
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
 }
 
@@ -84,8 +120,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Index(args) => {
             let s = index_cmd::run(&args)?;
             println!(
-                "indexed {} docs ({} skipped) into {} segment(s), {:.1} MB, in {:.2} s ({:.0} docs/s)",
-                s.docs,
+                "indexed {} ({} skipped) into {} segment(s), {:.1} MB, in {:.2} s ({:.0} docs/s)",
+                plural(s.docs, "doc"),
                 s.skipped,
                 s.segments,
                 s.bytes as f64 / 1e6,
@@ -95,6 +131,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Search(args) => search_cmd::run(&args)?,
         Command::Inspect { index, json } => {
+            require_index_dir(&index)?;
             let idx = quarry::Index::open(&index)
                 .with_context(|| format!("opening index {}", index.display()))?;
             let r = quarry::index::inspect(&idx);
@@ -102,10 +139,10 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
                 println!(
-                    "index {} (commit generation {}): {} docs in {} segment(s)",
+                    "index {} (commit generation {}): {} in {} segment(s)",
                     index.display(),
                     r.generation,
-                    r.docs,
+                    plural(r.docs, "doc"),
                     r.segments.len()
                 );
                 for s in &r.segments {
@@ -113,9 +150,9 @@ fn run(cli: Cli) -> Result<()> {
                         s.terms.iter().map(|(f, n)| format!("{f}={n}")).collect();
                     let bytes: u64 = s.bytes.values().sum();
                     println!(
-                        "  {}: {} docs, terms [{}], {:.1} MB",
+                        "  {}: {}, terms [{}], {:.1} MB",
                         s.name,
-                        s.docs,
+                        plural(s.docs, "doc"),
                         terms.join(" "),
                         bytes as f64 / 1e6
                     );
@@ -128,11 +165,12 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Check { index, directory } => {
+            require_index_dir(&index)?;
             let r = quarry::check_index(&index, directory)
                 .with_context(|| format!("check of {} failed", index.display()))?;
             println!(
-                "ok: {} docs in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields)",
-                r.docs,
+                "ok: {} in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields)",
+                plural(r.docs, "doc"),
                 r.segments.len(),
                 r.files_verified
             );
@@ -149,4 +187,38 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `1 doc`, `2 docs`.
+pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_error_is_printed_once() {
+        let io = std::io::Error::from_raw_os_error(28);
+        let text = io.to_string();
+        let e = anyhow::Error::new(io)
+            .context(format!("write x.store: {text}"))
+            .context("committing");
+        let shown = render_error(&e);
+        assert_eq!(shown.matches(&text).count(), 1, "{shown}");
+        assert!(shown.starts_with("committing: write x.store: "), "{shown}");
+    }
+
+    #[test]
+    fn plural_words() {
+        assert_eq!(plural(1u64, "hit"), "1 hit");
+        assert_eq!(plural(0u64, "hit"), "0 hits");
+        assert_eq!(plural(2u32, "doc"), "2 docs");
+    }
 }

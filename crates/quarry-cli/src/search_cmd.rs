@@ -31,7 +31,9 @@ pub struct SearchArgs {
     /// Read path: mmap (default) or pread.
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
-    /// The query, in Lucene's classic syntax.
+    /// The query, in Lucene's classic syntax. A query may start with `-` (`'-oil +gas'`); put
+    /// `--` before a query that looks like an option of this command (`-- --top`).
+    #[arg(allow_hyphen_values = true)]
     pub query: Option<String>,
 }
 
@@ -63,10 +65,13 @@ fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
     } else {
         " (at least)"
     };
+    let hits = v["hits"].as_u64().unwrap_or(0);
     writeln!(
         out,
-        "{} hits{exact} for {} in {:.0} µs",
-        v["hits"], v["query"], micros
+        "{}{exact} for {} in {:.0} µs",
+        crate::plural(hits, "hit"),
+        v["query"],
+        micros
     )?;
     for (i, h) in v["top"].as_array().into_iter().flatten().enumerate() {
         let doc = h["doc"].as_object().cloned().unwrap_or_default();
@@ -96,11 +101,28 @@ fn summary(doc: &Map<String, Value>) -> String {
     parts.join("  ")
 }
 
+/// Refuses a `--default-field` the index does not have, listing the fields it has.
+fn check_default_fields(searcher: &Searcher, fields: &[&str]) -> Result<()> {
+    let schema = searcher.schema();
+    for f in fields {
+        if schema.field_id(f).is_none() {
+            let known: Vec<&str> = schema.fields().iter().map(|e| e.name.as_str()).collect();
+            bail!(
+                "unknown default field {f:?}: the index has the fields {}",
+                known.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &SearchArgs) -> Result<()> {
+    crate::require_index_dir(&args.index)?;
     let index = Index::open_with(&args.index, args.directory)
         .with_context(|| format!("opening index {}", args.index.display()))?;
     let searcher = index.searcher();
     let fields: Vec<&str> = args.default_fields.iter().map(String::as_str).collect();
+    check_default_fields(&searcher, &fields)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match (&args.query, &args.queries) {
@@ -121,32 +143,56 @@ pub fn run(args: &SearchArgs) -> Result<()> {
                         .with_context(|| format!("cannot open {}", path.display()))?,
                 ))
             };
+            let (mut ran, mut failed) = (0u64, 0u64);
             for (i, line) in reader.lines().enumerate() {
-                let line = line.with_context(|| format!("{}: line {}", path.display(), i + 1))?;
+                let n = i + 1;
+                let line = line.with_context(|| format!("{}: line {n}", path.display()))?;
                 if line.trim().is_empty() {
                     continue;
                 }
-                let obj: Value = serde_json::from_str(&line).with_context(|| {
-                    format!("{}: line {}: malformed JSON", path.display(), i + 1)
-                })?;
-                let Some(q) = obj.get("query").and_then(Value::as_str) else {
-                    bail!(
-                        "{}: line {}: expected an object with a string \"query\"",
-                        path.display(),
-                        i + 1
-                    );
-                };
-                let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode)
-                    .with_context(|| format!("{}: line {}", path.display(), i + 1))?;
-                if args.json {
-                    writeln!(out, "{v}")?;
-                } else {
-                    print_human(&mut out, &v, micros)?;
+                ran += 1;
+                let outcome = batch_query(&line).and_then(|q| {
+                    run_one(&searcher, &fields, &q, args.top, args.mode)
+                        .map_err(|e| (Some(q), format!("{e:#}")))
+                });
+                match outcome {
+                    Ok((v, _)) if args.json => writeln!(out, "{v}")?,
+                    Ok((v, micros)) => print_human(&mut out, &v, micros)?,
+                    Err((q, error)) => {
+                        failed += 1;
+                        if args.json {
+                            writeln!(out, "{}", json!({"line": n, "query": q, "error": error}))?;
+                        } else {
+                            out.flush()?;
+                            eprintln!("{}: line {n}: {error}", path.display());
+                        }
+                    }
                 }
+            }
+            out.flush()?;
+            if failed > 0 {
+                bail!(
+                    "{}: {failed} of {ran} {} failed (each reported with its line number)",
+                    path.display(),
+                    if ran == 1 { "query" } else { "queries" }
+                );
             }
         }
         _ => bail!("give a QUERY or --queries FILE"),
     }
     out.flush()?;
     Ok(())
+}
+
+/// The query string of one batch line, or why there is none (with the query, when known).
+fn batch_query(line: &str) -> std::result::Result<String, (Option<String>, String)> {
+    let obj: Value =
+        serde_json::from_str(line).map_err(|e| (None, format!("malformed JSON: {e}")))?;
+    match obj.get("query").and_then(Value::as_str) {
+        Some(q) => Ok(q.to_string()),
+        None => Err((
+            None,
+            "expected an object with a string \"query\"".to_string(),
+        )),
+    }
 }

@@ -200,8 +200,8 @@ impl Translator<'_> {
                 }
                 out
             }
-            FieldType::Keyword => vec![text.to_string()],
             FieldType::Integer => vec![self.int_term(field, text)?],
+            _ => vec![text.to_string()],
         }))
     }
 

@@ -1,24 +1,26 @@
 //! How does the server change and read one index? The only module that holds engine handles.
 //!
-//! An [`IndexHandle`] owns an index's [`IndexWriter`], its translog and the searcher of its
-//! latest refresh. Writes go to the translog and the writer under one lock; the caller then
-//! waits for [`IndexHandle::sync`] (group-committed fsync) before acknowledging. A refresh is a
-//! durable commit (the engine has no near-real-time reader yet) that records the last translog
-//! sequence number it contains in the commit's user data, trims the translog and opens a new
-//! searcher.
+//! An [`IndexHandle`] owns an index's [`IndexWriter`] (which holds the index's write lock), its
+//! near-real-time [`IndexReader`] and its translog. Writes go to the translog and the writer
+//! under one lock; the caller then waits for [`IndexHandle::sync`] (group-committed fsync)
+//! before acknowledging. A refresh makes writes searchable without a commit
+//! ([`IndexWriter::refresh`]); a commit (every [`COMMIT_INTERVAL`], when the translog grows
+//! past [`COMMIT_TRANSLOG_BYTES`], and on close) records the last translog sequence number it
+//! contains in the commit's user data and trims the translog.
 //!
-//! Deletes and updates need engine support that does not exist yet: they are refused with a
-//! 400 naming the missing capability, and so is indexing over an existing `_id`.
-use std::collections::HashSet;
+//! Documents are keyed by `_id`: indexing an existing id replaces it atomically
+//! ([`IndexWriter::update_document`]), `update` merges a partial `doc` into the stored source,
+//! `delete` deletes by term.
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use quarry::query::Query;
 use quarry::{
-    Document, Index, IndexWriter, MergePolicy, Schema, SearchMode, SearchResult, Searcher,
+    Document, FieldValue, IndexReader, IndexWriter, Schema, SearchMode, SearchResult, Searcher,
     WriterOptions,
 };
 use serde_json::{Map, Value};
@@ -32,6 +34,10 @@ use crate::translog::Translog;
 const TRANSLOG_SEQ: &str = "quarry.translog_seq";
 /// The per-index settings file, beside the engine's directory.
 const SETTINGS_FILE: &str = "settings.json";
+/// Longest time between commits while writes arrive.
+pub const COMMIT_INTERVAL: Duration = Duration::from_secs(10);
+/// Translog size that triggers a commit.
+pub const COMMIT_TRANSLOG_BYTES: u64 = 64 << 20;
 
 /// One write of a bulk request or a document endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,20 +93,23 @@ impl Default for IndexSettings {
 
 struct WriteState {
     writer: IndexWriter,
-    /// Ids written since the last refresh (not yet visible to the searcher).
-    pending_ids: HashSet<String>,
+    /// Ids written or deleted since the last refresh (the searcher does not show it yet):
+    /// whether the id exists now.
+    pending: HashMap<String, bool>,
     dirty: bool,
     last_refresh: Instant,
+    /// Writes since the last commit.
+    uncommitted: bool,
+    last_commit: Instant,
 }
 
 /// One open index: writer, translog and current searcher.
 pub struct IndexHandle {
     name: String,
-    engine_dir: PathBuf,
     schema: Schema,
     settings: IndexSettings,
     state: Mutex<WriteState>,
-    searcher: RwLock<Arc<Searcher>>,
+    reader: IndexReader,
     translog: Translog,
     metrics: Arc<Metrics>,
     merges: AtomicU64,
@@ -115,8 +124,54 @@ fn writer_options() -> WriterOptions {
     WriterOptions {
         threads: 1,
         ram_budget_bytes: 64 << 20,
-        merge_policy: MergePolicy::Log { factor: 10 },
         ..WriterOptions::default()
+    }
+}
+
+/// A translog record: `{"index": source}` (source holds `_id`) or `{"delete": id}`.
+enum Record {
+    Index(Map<String, Value>),
+    Delete(String),
+}
+
+impl Record {
+    fn encode(&self) -> Vec<u8> {
+        let v = match self {
+            Record::Index(src) => serde_json::json!({"index": src}),
+            Record::Delete(id) => serde_json::json!({"delete": id}),
+        };
+        serde_json::to_vec(&v).expect("JSON values serialize")
+    }
+
+    fn decode(seq: u64, payload: &[u8]) -> Result<Record, ApiError> {
+        let bad = |why: &str| internal(format!("translog record {seq}: {why}"));
+        let v: Value = serde_json::from_slice(payload).map_err(|e| bad(&e.to_string()))?;
+        match v {
+            Value::Object(mut m) => match (m.remove("index"), m.remove("delete")) {
+                (Some(Value::Object(src)), None) => Ok(Record::Index(src)),
+                (None, Some(Value::String(id))) => Ok(Record::Delete(id)),
+                _ => Err(bad("neither an index nor a delete")),
+            },
+            _ => Err(bad("not an object")),
+        }
+    }
+
+    /// Applies the record to the writer.
+    fn apply(self, schema: &Schema, writer: &mut IndexWriter) -> Result<(), ApiError> {
+        match self {
+            Record::Index(src) => {
+                let id = match src.get(ID_FIELD) {
+                    Some(Value::String(id)) => id.clone(),
+                    _ => return Err(internal("translog document without _id")),
+                };
+                let doc = Document::from_map(schema, &src)?;
+                writer.update_document(ID_FIELD, &FieldValue::Str(id), doc)?;
+            }
+            Record::Delete(id) => {
+                writer.delete_term(ID_FIELD, &FieldValue::Str(id))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -149,46 +204,39 @@ impl IndexHandle {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => IndexSettings::default(),
             Err(e) => return Err(internal(e)),
         };
-        let index = Index::open(&engine_dir)?;
-        let committed: u64 = index
-            .commit()
-            .user_data
+        let mut writer = IndexWriter::open(&engine_dir, writer_options())?;
+        let committed: u64 = writer
+            .user_data()
             .get(TRANSLOG_SEQ)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let schema = index.schema().clone();
-        drop(index);
+        let schema = writer.schema().clone();
         let (translog, pending) =
             Translog::open(&dir.join("translog"), committed).map_err(internal)?;
-        let mut writer = IndexWriter::open(&engine_dir, writer_options())?;
         if !pending.is_empty() {
             tracing::info!(index = name, ops = pending.len(), "replaying translog");
             for (seq, payload) in &pending {
-                let op: Value = serde_json::from_slice(payload)
-                    .map_err(|e| internal(format!("translog record {seq}: {e}")))?;
-                let doc = op
-                    .as_object()
-                    .ok_or_else(|| internal(format!("translog record {seq} is not an object")))?;
-                writer.add_document(Document::from_map(&schema, doc)?)?;
+                Record::decode(*seq, payload)?.apply(&schema, &mut writer)?;
             }
             let last = pending.last().map_or(committed, |p| p.0);
             writer.set_user_data(TRANSLOG_SEQ, &last.to_string());
             writer.commit()?;
             translog.trim(last).map_err(internal)?;
         }
-        let searcher = Index::open(&engine_dir)?.searcher();
+        let reader = writer.reader()?;
         Ok(IndexHandle {
             name: name.to_string(),
-            engine_dir,
             schema,
             settings,
             state: Mutex::new(WriteState {
                 writer,
-                pending_ids: HashSet::new(),
+                pending: HashMap::new(),
                 dirty: false,
                 last_refresh: Instant::now(),
+                uncommitted: false,
+                last_commit: Instant::now(),
             }),
-            searcher: RwLock::new(Arc::new(searcher)),
+            reader,
             translog,
             metrics,
             merges: AtomicU64::new(0),
@@ -208,7 +256,7 @@ impl IndexHandle {
 
     /// The searcher of the latest refresh.
     pub fn searcher(&self) -> Arc<Searcher> {
-        self.searcher.read().expect("searcher lock").clone()
+        Arc::new(self.reader.searcher())
     }
 
     fn new_id(&self) -> String {
@@ -220,8 +268,8 @@ impl IndexHandle {
     }
 
     fn id_exists(&self, st: &WriteState, id: &str) -> Result<bool, ApiError> {
-        if st.pending_ids.contains(id) {
-            return Ok(true);
+        if let Some(exists) = st.pending.get(id) {
+            return Ok(*exists);
         }
         let r = self
             .searcher()
@@ -234,84 +282,87 @@ impl IndexHandle {
     pub fn write(&self, ops: Vec<WriteOp>) -> (Vec<Result<WriteOutcome, ApiError>>, u64) {
         let mut st = self.state.lock().expect("writer lock");
         let mut results = Vec::with_capacity(ops.len());
-        let mut accepted: Vec<(usize, Document, Vec<u8>, String)> = Vec::new();
-        let mut batch_ids: HashSet<String> = HashSet::new();
+        let mut last = 0;
         for op in ops {
-            let r = match op {
-                WriteOp::Index { id, source, create } => {
-                    self.prepare_index(&st, &batch_ids, id, source, create)
-                }
-                WriteOp::Update { id, .. } => Err(missing_engine("update", &id)),
-                WriteOp::Delete { id } => Err(missing_engine("delete", &id)),
-            };
-            match r {
-                Ok((doc, payload, id)) => {
-                    batch_ids.insert(id.clone());
-                    accepted.push((results.len(), doc, payload, id));
-                    results.push(Err(ApiError::internal("not written")));
-                }
-                Err(e) => results.push(Err(e.in_index(&self.name))),
-            }
-        }
-        if accepted.is_empty() {
-            return (results, 0);
-        }
-        let payloads: Vec<Vec<u8>> = accepted.iter().map(|a| a.2.clone()).collect();
-        let last = match self.translog.append(&payloads) {
-            Ok(s) => s,
-            Err(e) => {
-                let e = internal(e);
-                for (slot, ..) in accepted {
-                    results[slot] = Err(e.clone());
-                }
-                return (results, 0);
-            }
-        };
-        let first = last + 1 - accepted.len() as u64;
-        for (k, (slot, doc, _, id)) in accepted.into_iter().enumerate() {
-            results[slot] = match st.writer.add_document(doc) {
-                Ok(_) => {
-                    st.pending_ids.insert(id.clone());
-                    st.dirty = true;
-                    Ok(WriteOutcome {
-                        id,
-                        result: "created",
-                        status: StatusCode::CREATED,
-                        seq_no: first + k as u64,
-                    })
-                }
-                Err(e) => Err(ApiError::from(e).in_index(&self.name)),
-            };
+            let r = self.write_one(&mut st, op).map(|(o, seq)| {
+                last = seq;
+                o
+            });
+            results.push(r.map_err(|e| e.in_index(&self.name)));
         }
         (results, last)
     }
 
-    fn prepare_index(
-        &self,
-        st: &WriteState,
-        batch_ids: &HashSet<String>,
-        id: Option<String>,
-        mut source: Map<String, Value>,
-        create: bool,
-    ) -> Result<(Document, Vec<u8>, String), ApiError> {
-        let id = match id {
-            Some(id) => {
-                check_id(&id)?;
-                if batch_ids.contains(&id) || self.id_exists(st, &id)? {
-                    return Err(if create {
-                        ApiError::new(
-                            StatusCode::CONFLICT,
-                            "version_conflict_engine_exception",
-                            format!("[{id}]: version conflict, document already exists"),
-                        )
-                    } else {
-                        missing_engine("overwriting an existing document", &id)
-                    });
-                }
-                id
+    /// Logs `rec` to the translog, then applies it to the writer. Returns its sequence number.
+    fn log_and_apply(&self, st: &mut WriteState, rec: Record) -> Result<u64, ApiError> {
+        let seq = self.translog.append(&[rec.encode()]).map_err(internal)?;
+        rec.apply(&self.schema, &mut st.writer)?;
+        st.dirty = true;
+        st.uncommitted = true;
+        Ok(seq)
+    }
+
+    fn write_one(&self, st: &mut WriteState, op: WriteOp) -> Result<(WriteOutcome, u64), ApiError> {
+        match op {
+            WriteOp::Index { id, source, create } => {
+                let (id, existed) = match id {
+                    Some(id) => {
+                        check_id(&id)?;
+                        let existed = self.id_exists(st, &id)?;
+                        if existed && create {
+                            return Err(ApiError::new(
+                                StatusCode::CONFLICT,
+                                "version_conflict_engine_exception",
+                                format!("[{id}]: version conflict, document already exists"),
+                            ));
+                        }
+                        (id, existed)
+                    }
+                    None => (self.new_id(), false),
+                };
+                let src = self.checked_source(&id, source)?;
+                let seq = self.log_and_apply(st, Record::Index(src))?;
+                st.pending.insert(id.clone(), true);
+                Ok((outcome(id, existed, "updated", seq), seq))
             }
-            None => self.new_id(),
-        };
+            WriteOp::Update { id, doc } => {
+                check_id(&id)?;
+                let Some(mut src) = self.current_source(st, &id)? else {
+                    return Err(ApiError::new(
+                        StatusCode::NOT_FOUND,
+                        "document_missing_exception",
+                        format!("[{id}]: document missing"),
+                    ));
+                };
+                for (k, v) in doc {
+                    src.insert(k, v);
+                }
+                let src = self.checked_source(&id, src)?;
+                let seq = self.log_and_apply(st, Record::Index(src))?;
+                st.pending.insert(id.clone(), true);
+                Ok((outcome(id, true, "updated", seq), seq))
+            }
+            WriteOp::Delete { id } => {
+                check_id(&id)?;
+                let existed = self.id_exists(st, &id)?;
+                let seq = self.log_and_apply(st, Record::Delete(id.clone()))?;
+                st.pending.insert(id.clone(), false);
+                let mut o = outcome(id, true, "deleted", seq);
+                if !existed {
+                    o.result = "not_found";
+                    o.status = StatusCode::NOT_FOUND;
+                }
+                Ok((o, seq))
+            }
+        }
+    }
+
+    /// Checks a source against the schema; returns it with `_id` added.
+    fn checked_source(
+        &self,
+        id: &str,
+        mut source: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ApiError> {
         if source.contains_key(ID_FIELD) {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -319,8 +370,8 @@ impl IndexHandle {
                 "Field [_id] is a metadata field and cannot be added inside a document",
             ));
         }
-        source.insert(ID_FIELD.to_string(), Value::String(id.clone()));
-        let doc = Document::from_map(&self.schema, &source).map_err(|e| match e {
+        source.insert(ID_FIELD.to_string(), Value::String(id.to_string()));
+        Document::from_map(&self.schema, &source).map_err(|e| match e {
             quarry::Error::Document { field, reason } if reason.starts_with("unknown field") => {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
@@ -330,8 +381,24 @@ impl IndexHandle {
             }
             other => ApiError::from(other),
         })?;
-        let payload = serde_json::to_vec(&source).map_err(internal)?;
-        Ok((doc, payload, id))
+        Ok(source)
+    }
+
+    /// The current source of `id` (refreshing first when it changed since the last refresh).
+    fn current_source(
+        &self,
+        st: &mut WriteState,
+        id: &str,
+    ) -> Result<Option<Map<String, Value>>, ApiError> {
+        if st.pending.contains_key(id) {
+            self.refresh_locked(st)?;
+        }
+        let s = self.reader.searcher();
+        let r = s.search(&Query::term(ID_FIELD, id), 1, SearchMode::Top)?;
+        match r.top.first() {
+            Some(hit) => Ok(Some(source_of(s.stored_fields(hit.doc)?))),
+            None => Ok(None),
+        }
     }
 
     /// Waits until the translog holds every record up to `seq` durably.
@@ -346,46 +413,74 @@ impl IndexHandle {
         Ok(())
     }
 
-    /// Makes every acknowledged write searchable: commit, trim the translog, new searcher.
-    /// Returns whether anything changed.
-    pub fn refresh(&self) -> Result<bool, ApiError> {
-        let mut st = self.state.lock().expect("writer lock");
+    fn refresh_locked(&self, st: &mut WriteState) -> Result<bool, ApiError> {
         st.last_refresh = Instant::now();
         if !st.dirty {
             return Ok(false);
         }
         let t = Instant::now();
-        let seq = self.translog.last_seq();
-        st.writer.set_user_data(TRANSLOG_SEQ, &seq.to_string());
-        let stats = st.writer.commit()?;
-        self.merges
-            .fetch_add(stats.merges as u64, Ordering::Relaxed);
-        self.metrics.operation("commit", &self.name, t.elapsed());
-        self.translog.trim(seq).map_err(internal)?;
-        let searcher = Index::open(&self.engine_dir)?.searcher();
-        *self.searcher.write().expect("searcher lock") = Arc::new(searcher);
-        st.pending_ids.clear();
+        st.writer.refresh()?;
+        self.reader.reload()?;
+        st.pending.clear();
         st.dirty = false;
         self.metrics.operation("refresh", &self.name, t.elapsed());
         Ok(true)
     }
 
+    /// Makes every acknowledged write searchable (near-real-time, no commit). Returns whether
+    /// anything changed.
+    pub fn refresh(&self) -> Result<bool, ApiError> {
+        let mut st = self.state.lock().expect("writer lock");
+        self.refresh_locked(&mut st)
+    }
+
+    /// Makes every write durable in the index itself and trims the translog.
+    pub fn commit(&self) -> Result<(), ApiError> {
+        let mut st = self.state.lock().expect("writer lock");
+        st.last_commit = Instant::now();
+        if !st.uncommitted {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let seq = self.translog.last_seq();
+        st.writer.set_user_data(TRANSLOG_SEQ, &seq.to_string());
+        let stats = match st.writer.commit() {
+            Ok(s) => s.merges,
+            // The commit itself stands; only a merge after it failed.
+            Err(quarry::Error::MergeFailed { .. }) => 0,
+            Err(e) => return Err(e.into()),
+        };
+        self.merges.fetch_add(stats as u64, Ordering::Relaxed);
+        self.translog.trim(seq).map_err(internal)?;
+        self.reader.reload()?;
+        st.pending.clear();
+        st.dirty = false;
+        st.uncommitted = false;
+        self.metrics.operation("commit", &self.name, t.elapsed());
+        Ok(())
+    }
+
     /// True when the refresh interval has passed since the last refresh and writes wait.
+    /// Never blocks (a busy writer means "not now").
     pub fn refresh_due(&self) -> bool {
         let Some(ms) = self.settings.refresh_interval_ms else {
             return false;
         };
-        let st = self.state.lock().expect("writer lock");
+        let Ok(st) = self.state.try_lock() else {
+            return false;
+        };
         st.dirty && st.last_refresh.elapsed() >= Duration::from_millis(ms)
     }
 
-    /// True when `id` was written since the last refresh (a realtime get must refresh first).
-    pub fn is_pending(&self, id: &str) -> bool {
-        self.state
-            .lock()
-            .expect("writer lock")
-            .pending_ids
-            .contains(id)
+    /// True when uncommitted writes are older than [`COMMIT_INTERVAL`] or the translog is
+    /// larger than [`COMMIT_TRANSLOG_BYTES`]. Never blocks.
+    pub fn commit_due(&self) -> bool {
+        let Ok(st) = self.state.try_lock() else {
+            return false;
+        };
+        st.uncommitted
+            && (st.last_commit.elapsed() >= COMMIT_INTERVAL
+                || self.translog.size_bytes() >= COMMIT_TRANSLOG_BYTES)
     }
 
     /// Runs a search on the current searcher.
@@ -401,32 +496,39 @@ impl IndexHandle {
     }
 
     /// The stored document with `_id` = `id`, as its `_source` (realtime: refreshes first when
-    /// the document was written since the last refresh).
+    /// the document changed since the last refresh).
     pub fn get(&self, id: &str) -> Result<Option<Map<String, Value>>, ApiError> {
-        if self.is_pending(id) {
-            self.refresh()?;
-        }
-        let (s, r) = self.search(&Query::term(ID_FIELD, id), 1, SearchMode::Top)?;
-        match r.top.first() {
-            Some(hit) => Ok(Some(source_of(s.stored_fields(hit.doc)?))),
-            None => Ok(None),
-        }
+        let mut st = self.state.lock().expect("writer lock");
+        self.current_source(&mut st, id)
     }
 
     /// Figures for `/_metrics` and `_cat/indices`.
     pub fn gauges(&self) -> IndexGauges {
-        let s = self.searcher();
+        let s = self.reader.searcher();
         IndexGauges {
-            docs: s.segments().iter().map(|g| u64::from(g.doc_count())).sum(),
+            docs: s.live_doc_count(),
             segments: s.segments().len() as u64,
             translog_bytes: self.translog.size_bytes(),
             merges: self.merges.load(Ordering::Relaxed),
         }
     }
 
-    /// Commits pending writes (shutdown and delete paths).
+    /// Commits pending writes (shutdown path).
     pub fn close(&self) -> Result<(), ApiError> {
-        self.refresh().map(|_| ())
+        self.commit()
+    }
+}
+
+fn outcome(id: String, existed: bool, updated: &'static str, seq_no: u64) -> WriteOutcome {
+    WriteOutcome {
+        id,
+        result: if existed { updated } else { "created" },
+        status: if existed {
+            StatusCode::OK
+        } else {
+            StatusCode::CREATED
+        },
+        seq_no,
     }
 }
 
@@ -444,10 +546,4 @@ fn check_id(id: &str) -> Result<(), ApiError> {
         )));
     }
     Ok(())
-}
-
-fn missing_engine(what: &str, id: &str) -> ApiError {
-    ApiError::illegal(format!(
-        "[{id}]: {what} is not supported yet: it needs deletes in the engine (issue 8)"
-    ))
 }

@@ -102,7 +102,7 @@ impl From<quarry::Error> for ApiError {
                 "mapper_parsing_exception",
                 e.to_string(),
             ),
-            E::Query(_) => Self::new(
+            E::Parse(_) | E::UnknownField { .. } | E::Query(_) => Self::new(
                 StatusCode::BAD_REQUEST,
                 "query_shard_exception",
                 e.to_string(),

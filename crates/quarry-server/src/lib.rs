@@ -255,7 +255,11 @@ fn refresh_loop(state: AppState, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         for h in state.indices.all() {
-            if h.refresh_due() {
+            if h.commit_due() {
+                if let Err(e) = h.commit() {
+                    tracing::error!(index = h.name(), error = %e, "scheduled commit failed");
+                }
+            } else if h.refresh_due() {
                 if let Err(e) = h.refresh() {
                     tracing::error!(index = h.name(), error = %e, "scheduled refresh failed");
                 }

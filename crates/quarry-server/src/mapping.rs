@@ -38,8 +38,8 @@ pub fn check_index_name(name: &str) -> Result<(), ApiError> {
 
 /// Builds the schema of a new index from the `mappings` object of `PUT /{index}`.
 ///
-/// Supported field types: `text` (standard analyzer), `keyword`, and `integer`/`long`/`short`/
-/// `byte` (all stored as 64-bit integers). Anything else is refused with a 400 naming it.
+/// Supported field types: `text` (standard analyzer), `keyword`, `integer`/`long`/`short`/
+/// `byte` (all stored as 64-bit integers), `boolean`, and `float`/`double` (64-bit). Anything else is refused with a 400 naming it.
 pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError> {
     let mut fields = vec![FieldEntry {
         name: ID_FIELD.into(),
@@ -97,9 +97,11 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             "text" => FieldType::Text,
             "keyword" => FieldType::Keyword,
             "integer" | "long" | "short" | "byte" => FieldType::Integer,
+            "boolean" => FieldType::Boolean,
+            "float" | "double" => FieldType::Float,
             other => {
                 return Err(mapper(format!(
-                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte)"
+                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double)"
                 )))
             }
         };
@@ -150,6 +152,8 @@ pub fn mappings_of(schema: &Schema) -> Value {
             FieldType::Text => "text",
             FieldType::Keyword => "keyword",
             FieldType::Integer => "long",
+            FieldType::Boolean => "boolean",
+            FieldType::Float => "double",
         };
         props.insert(f.name.clone(), json!({"type": ty}));
     }

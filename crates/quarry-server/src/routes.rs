@@ -39,6 +39,7 @@ pub fn routes() -> Router<AppState> {
         .route("/{index}/_mapping", get(get_mapping))
         .route("/{index}/_bulk", post(bulk_index).put(bulk_index))
         .route("/{index}/_refresh", post(refresh_index).get(refresh_index))
+        .route("/{index}/_flush", post(flush_index).get(flush_index))
         .route("/{index}/_doc", post(post_doc))
         .route(
             "/{index}/_doc/{id}",
@@ -239,6 +240,13 @@ async fn refresh_handles(state: &AppState, handles: Vec<Arc<IndexHandle>>) -> Ap
 async fn refresh_index(State(state): State<AppState>, Path(index): Path<String>) -> ApiResult {
     let h = state.indices.get(&index)?;
     refresh_handles(&state, vec![h]).await
+}
+
+/// `_flush`: commit (durable in the index itself; the translog is emptied).
+async fn flush_index(State(state): State<AppState>, Path(index): Path<String>) -> ApiResult {
+    let h = state.indices.get(&index)?;
+    blocking(&state, move || h.commit()).await?;
+    ok(json!({"_shards": {"total": 1, "successful": 1, "failed": 0}}))
 }
 
 async fn refresh_all(State(state): State<AppState>) -> ApiResult {

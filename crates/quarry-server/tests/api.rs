@@ -99,6 +99,13 @@ async fn reuters_index(state: &AppState, n: usize) {
     assert_eq!(r.body["errors"], false, "{}", r.body);
     assert_eq!(r.body["items"].as_array().unwrap().len(), n);
     assert_eq!(r.body["items"][0]["index"]["status"], 201);
+    // Commit, so that the library (reading the latest commit) sees the same documents.
+    assert_eq!(
+        call(state, "POST", "/reuters/_flush", None, JSON)
+            .await
+            .status,
+        200
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,6 +309,82 @@ async fn documents_indexes_and_translog_replay() {
     let r = call(&state, "GET", "/_cat/indices?format=json", None, JSON).await;
     assert_eq!(r.body[0]["docs.count"], "2");
 
+    // Overwrite, partial update, delete.
+    let r = call(
+        &state,
+        "PUT",
+        "/books/_doc/1",
+        Some(r#"{"title": "Dune Messiah", "year": 1969}"#),
+        JSON,
+    )
+    .await;
+    assert_eq!(
+        (r.status.as_u16(), r.body["result"].as_str()),
+        (200, Some("updated")),
+        "{}",
+        r.body
+    );
+    let r = call(
+        &state,
+        "POST",
+        "/books/_update/1",
+        Some(r#"{"doc": {"year": 1970}}"#),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(&state, "GET", "/books/_doc/1", None, JSON).await;
+    assert_eq!(
+        r.body["_source"],
+        json!({"title": "Dune Messiah", "year": 1970})
+    );
+    let r = call(
+        &state,
+        "POST",
+        "/books/_search",
+        Some(r#"{"query": {"match": {"title": "dune"}}}"#),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.body["hits"]["total"]["value"], 1, "{}", r.body);
+    let r = call(
+        &state,
+        "PUT",
+        "/books/_doc/9?refresh=true",
+        Some(r#"{"title": "Temporary"}"#),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let r = call(&state, "DELETE", "/books/_doc/9", None, JSON).await;
+    assert_eq!(
+        (r.status.as_u16(), r.body["result"].as_str()),
+        (200, Some("deleted"))
+    );
+    assert_eq!(
+        call(&state, "GET", "/books/_doc/9", None, JSON)
+            .await
+            .status,
+        404
+    );
+    let r = call(&state, "DELETE", "/books/_doc/9", None, JSON).await;
+    assert_eq!(
+        (r.status.as_u16(), r.body["result"].as_str()),
+        (404, Some("not_found"))
+    );
+    let bulk = "{\"delete\":{\"_index\":\"books\",\"_id\":\"nope\"}}\n{\"update\":{\"_index\":\"books\",\"_id\":\"nope\"}}\n{\"doc\":{\"year\":1}}\n";
+    let r = call(&state, "POST", "/_bulk", Some(bulk), NDJSON).await;
+    assert_eq!(r.body["items"][0]["delete"]["status"], 404);
+    assert_eq!(r.body["items"][1]["update"]["status"], 404);
+    assert_eq!(
+        r.body["items"][1]["update"]["error"]["type"],
+        "document_missing_exception"
+    );
+    assert_eq!(
+        call(&state, "POST", "/books/_count", None, JSON).await.body["count"],
+        2
+    );
+
     // Writes acknowledged but never committed come back from the translog.
     let r = call(
         &state,
@@ -323,6 +406,11 @@ async fn documents_indexes_and_translog_replay() {
     let state = AppState::open(Config::new(dir.path())).unwrap();
     let r = call(&state, "POST", "/books/_count", None, JSON).await;
     assert_eq!(r.body["count"], 4, "{}", r.body);
+    let r = call(&state, "GET", "/books/_doc/1", None, JSON).await;
+    assert_eq!(
+        r.body["_source"]["year"], 1970,
+        "the update survives the crash"
+    );
     assert_eq!(
         std::fs::metadata(dir.path().join("books/translog"))
             .unwrap()
@@ -444,7 +532,20 @@ async fn bad_input_gets_4xx_never_5xx() {
         ),
         ("GET", "/t/_nothing_here/x/y".into(), None, JSON, 400),
         ("PATCH", "/t".into(), None, JSON, 405),
-        ("DELETE", "/t/_doc/1".into(), None, JSON, 400),
+        (
+            "POST",
+            "/t/_update/1".into(),
+            Some(r#"{"doc": {"n": 1}}"#.into()),
+            JSON,
+            404,
+        ),
+        (
+            "POST",
+            "/t/_update/1".into(),
+            Some(r#"{"script": "x"}"#.into()),
+            JSON,
+            400,
+        ),
     ];
     for (method, uri, body, ct, want) in cases {
         let r = call(&state, method, &uri, body.as_deref(), ct).await;

@@ -9,6 +9,9 @@
 mod bytes;
 mod directory;
 mod error;
+#[cfg(feature = "testing")]
+mod faulty;
+mod lock;
 mod mmap;
 mod pread;
 
@@ -20,5 +23,8 @@ pub use directory::{
     open_directory, Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory,
 };
 pub use error::{Result, StoreError};
+#[cfg(feature = "testing")]
+pub use faulty::FaultyDirectory;
+pub use lock::FileLock;
 pub use mmap::MmapDirectory;
 pub use pread::PreadDirectory;

@@ -1,4 +1,17 @@
-//! A document: field values checked against the schema.
+//! A document: field values checked against the schema, and how JSON objects become documents.
+//!
+//! JSON mapping (what [`Document::from_json`] accepts):
+//! * an object's keys are field names; a nested object's keys are flattened to dotted names, as
+//!   Elasticsearch does (`{"user": {"name": "x"}}` fills the field `user.name`);
+//! * an array gives a multi-valued field, and a stored field returns it as an array again, with
+//!   the same number of elements (`["energy"]` stays a one-element array, `[]` stays `[]`);
+//! * `null` indexes nothing; a stored field returns it as `null`;
+//! * a key that appears twice in one object is refused (JSON leaves its meaning open; silently
+//!   keeping one of the values would lose data), with the key and the column;
+//! * strings go to `text` and `keyword` fields, integers to `integer` and `float` fields, any
+//!   number to `float` fields, `true`/`false` to `boolean` fields.
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::schema::{FieldType, Schema};
@@ -9,12 +22,26 @@ use crate::{Error, Result};
 pub enum FieldValue {
     Str(String),
     Int(i64),
+    Bool(bool),
+    Float(f64),
+}
+
+/// How a field's values were given in JSON, beyond the values themselves: stored fields use it
+/// to return arrays as arrays and `null` as `null`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Shape {
+    /// `values[start..start + len]` of `field` came from one JSON array.
+    Array { field: u32, start: u32, len: u32 },
+    /// `field` was `null`, before `values[at]`.
+    Null { field: u32, at: u32 },
 }
 
 /// A document ready to index: (field id, value) pairs; a field may repeat (multi-valued).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Document {
     pub(crate) values: Vec<(u32, FieldValue)>,
+    /// Arrays and nulls of the JSON the document came from, in value order.
+    pub(crate) shapes: Vec<Shape>,
 }
 
 impl Document {
@@ -22,21 +49,32 @@ impl Document {
         Self::default()
     }
 
-    /// Adds a value, checking that the field exists and the type fits.
+    /// Adds a value, checking that the field exists and the type fits. A field added several
+    /// times is multi-valued; its stored form is an array (a plain value when added once).
     pub fn add(&mut self, schema: &Schema, field: &str, value: FieldValue) -> Result<()> {
-        let id = schema.field_id(field).ok_or_else(|| Error::Document {
-            field: field.to_string(),
-            reason: "unknown field: it is not in the schema".into(),
-        })?;
+        let id = schema
+            .field_id(field)
+            .ok_or_else(|| unknown_field(schema, field))?;
         let ft = schema.field(id).field_type;
-        match (&value, ft) {
-            (FieldValue::Str(_), FieldType::Text | FieldType::Keyword)
-            | (FieldValue::Int(_), FieldType::Integer) => {}
+        let value = match (value, ft) {
+            (v @ FieldValue::Str(_), FieldType::Text | FieldType::Keyword)
+            | (v @ FieldValue::Int(_), FieldType::Integer)
+            | (v @ FieldValue::Bool(_), FieldType::Boolean)
+            | (v @ FieldValue::Float(_), FieldType::Float) => v,
+            (FieldValue::Int(i), FieldType::Float) => FieldValue::Float(i as f64),
             (v, t) => {
                 return Err(Error::Document {
                     field: field.to_string(),
-                    reason: format!("expected a {} value, found {}", type_word(t), value_word(v)),
+                    reason: format!("expected {}, found {}", type_word(t), value_word(&v)),
                 })
+            }
+        };
+        if let FieldValue::Float(x) = value {
+            if !x.is_finite() {
+                return Err(Error::Document {
+                    field: field.to_string(),
+                    reason: format!("{x} is not a finite number"),
+                });
             }
         }
         self.values.push((id, value));
@@ -47,61 +85,99 @@ impl Document {
         &self.values
     }
 
-    /// Parses one JSON object (a line of JSON Lines) against the schema. `null` means absent;
-    /// arrays give multi-valued fields.
+    /// Parses one JSON object (a line of JSON Lines) against the schema; see the module
+    /// documentation for the mapping.
     pub fn from_json(schema: &Schema, line: &str) -> Result<Self> {
-        let obj: Map<String, Value> = serde_json::from_str(line).map_err(|e| Error::Json {
-            column: e.column(),
-            reason: e.to_string(),
-        })?;
-        Self::from_map(schema, &obj)
+        Self::from_map(schema, &parse_object(line)?)
     }
 
+    /// Builds a document from a parsed JSON object (duplicate keys cannot be detected here: use
+    /// [`parse_object`] or [`Document::from_json`] on text).
     pub fn from_map(schema: &Schema, obj: &Map<String, Value>) -> Result<Self> {
         let mut doc = Document {
             values: Vec::with_capacity(obj.len()),
+            shapes: Vec::new(),
         };
+        doc.add_object(schema, "", obj)?;
+        Ok(doc)
+    }
+
+    fn add_object(
+        &mut self,
+        schema: &Schema,
+        prefix: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<()> {
         for (k, v) in obj {
-            let id = schema.field_id(k).ok_or_else(|| Error::Document {
-                field: k.clone(),
-                reason:
-                    "unknown field: it is not in the schema (add it, or drop it from the input)"
-                        .into(),
-            })?;
+            let name = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            if let Value::Object(inner) = v {
+                self.add_object(schema, &name, inner)?;
+                continue;
+            }
+            let id = schema
+                .field_id(&name)
+                .ok_or_else(|| unknown_field(schema, &name))?;
             let ft = schema.field(id).field_type;
             match v {
-                Value::Null => {}
+                Value::Null => self.shapes.push(Shape::Null {
+                    field: id,
+                    at: self.values.len() as u32,
+                }),
                 Value::Array(items) => {
+                    let start = self.values.len() as u32;
                     for item in items {
-                        doc.push_json(k, id, ft, item)?;
+                        self.push_json(&name, id, ft, item)?;
                     }
+                    self.shapes.push(Shape::Array {
+                        field: id,
+                        start,
+                        len: items.len() as u32,
+                    });
                 }
-                other => doc.push_json(k, id, ft, other)?,
+                other => self.push_json(&name, id, ft, other)?,
             }
         }
-        Ok(doc)
+        Ok(())
     }
 
     fn push_json(&mut self, name: &str, id: u32, ft: FieldType, v: &Value) -> Result<()> {
         let value = match (ft, v) {
             (FieldType::Text | FieldType::Keyword, Value::String(s)) => FieldValue::Str(s.clone()),
-            (FieldType::Integer, Value::Number(n)) if n.as_i64().is_some() => {
-                FieldValue::Int(n.as_i64().expect("checked"))
-            }
-            (FieldType::Integer, Value::Number(n)) => {
-                return Err(Error::Document {
-                    field: name.into(),
-                    reason: format!("{n} is not an integer in the i64 range"),
-                })
-            }
+            (FieldType::Integer, Value::Number(n)) => match n.as_i64() {
+                Some(i) => FieldValue::Int(i),
+                None => {
+                    let what = if n.is_u64() || n.as_f64().is_some_and(|x| x.fract() == 0.0) {
+                        "does not fit an integer field (64-bit signed)"
+                    } else {
+                        "is not an integer"
+                    };
+                    return Err(Error::Document {
+                        field: name.into(),
+                        reason: format!(
+                            "{} {what}; declare the field with type \"float\" in a schema file",
+                            number_text(n)
+                        ),
+                    });
+                }
+            },
+            (FieldType::Float, Value::Number(n)) => match n.as_f64() {
+                Some(x) if x.is_finite() => FieldValue::Float(x),
+                _ => {
+                    return Err(Error::Document {
+                        field: name.into(),
+                        reason: format!("{} is not a finite 64-bit float", number_text(n)),
+                    })
+                }
+            },
+            (FieldType::Boolean, Value::Bool(b)) => FieldValue::Bool(*b),
             (t, other) => {
                 return Err(Error::Document {
                     field: name.into(),
-                    reason: format!(
-                        "expected a {} value, found {}",
-                        type_word(t),
-                        json_word(other)
-                    ),
+                    reason: format!("expected {}, found {}", type_word(t), json_word(other)),
                 })
             }
         };
@@ -110,11 +186,25 @@ impl Document {
     }
 }
 
-fn type_word(t: FieldType) -> &'static str {
+fn unknown_field(schema: &Schema, name: &str) -> Error {
+    let known: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
+    Error::Document {
+        field: name.to_string(),
+        reason: format!(
+            "unknown field: it is not in the schema (fields: {}); add it to the schema, or drop it from the input",
+            known.join(", ")
+        ),
+    }
+}
+
+/// A field type with its article, for messages.
+pub(crate) fn type_word(t: FieldType) -> &'static str {
     match t {
-        FieldType::Text => "text (string)",
-        FieldType::Keyword => "keyword (string)",
-        FieldType::Integer => "integer",
+        FieldType::Text => "a text value (a string)",
+        FieldType::Keyword => "a keyword value (a string)",
+        FieldType::Integer => "an integer",
+        FieldType::Boolean => "a boolean (true or false)",
+        FieldType::Float => "a number",
     }
 }
 
@@ -122,17 +212,127 @@ fn value_word(v: &FieldValue) -> &'static str {
     match v {
         FieldValue::Str(_) => "a string",
         FieldValue::Int(_) => "an integer",
+        FieldValue::Bool(_) => "a boolean",
+        FieldValue::Float(_) => "a float",
     }
 }
 
-fn json_word(v: &Value) -> String {
+/// A JSON number as the user wrote it where possible (`1e20`, not `1e+20`).
+pub(crate) fn number_text(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let x = n.as_f64().unwrap_or(f64::NAN);
+    if x.fract() == 0.0 && x.abs() < 1e21 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+pub(crate) fn json_word(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
-        Value::Bool(b) => format!("boolean {b}"),
-        Value::Number(n) => format!("number {n}"),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {}", number_text(n)),
         Value::String(_) => "a string".into(),
         Value::Array(_) => "a nested array".into(),
-        Value::Object(_) => "an object".into(),
+        Value::Object(_) => "an object inside an array".into(),
+    }
+}
+
+/// Parses one JSON object, refusing a key that appears twice in any object of it. Errors are
+/// [`Error::Json`] with the 1-based column (0 when the error has no position); a UTF-8
+/// byte-order mark at the start is skipped.
+pub fn parse_object(text: &str) -> Result<Map<String, Value>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let strict: Strict = serde_json::from_str(text).map_err(json_error)?;
+    match strict.0 {
+        Value::Object(m) => Ok(m),
+        other => Err(Error::Json {
+            column: 0,
+            reason: format!(
+                "expected a JSON object ({{...}}), found {}",
+                match other {
+                    Value::Array(_) => "an array".to_string(),
+                    v => json_word(&v),
+                }
+            ),
+        }),
+    }
+}
+
+/// serde_json's error without its own " at line L column C" suffix (the position is a field).
+fn json_error(e: serde_json::Error) -> Error {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let reason = text.strip_suffix(&suffix).unwrap_or(&text).to_string();
+    Error::Json {
+        column: e.column(),
+        reason,
+    }
+}
+
+/// A JSON value whose objects have no duplicate keys.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::String(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::String(v)))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+    fn visit_none<E>(self) -> std::result::Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Strict, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Strict(Value::Array(out)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Strict, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key {key:?} (a key may appear once per object)"
+                )));
+            }
+            let Strict(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Strict(Value::Object(out)))
     }
 }
 
@@ -148,14 +348,123 @@ mod tests {
         let e = Document::from_json(&s, r#"{"id": "x"}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("\"id\"") && e.contains("integer"), "{e}");
+        assert!(
+            e.contains("\"id\"") && e.contains("expected an integer"),
+            "{e}"
+        );
         let e = Document::from_json(&s, r#"{"nope": 1}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field"), "{e}");
+        assert!(
+            e.contains("unknown field") && e.contains("fields: id, body"),
+            "{e}"
+        );
         let e = Document::from_json(&s, r#"{"id": 1,"#).unwrap_err();
         assert!(matches!(e, Error::Json { .. }), "{e}");
+        assert!(!e.to_string().contains("line 1 column"), "{e}");
         assert!(Document::from_json(&s, r#"{"id": 1.5}"#).is_err());
-        assert!(Document::from_json(&s, r#"[1]"#).is_err());
+        let e = Document::from_json(&s, r#"[1]"#).unwrap_err().to_string();
+        assert!(
+            e.contains("expected a JSON object") && !e.contains("column 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_with_key_and_column() {
+        let s = Schema::builder().integer("id").text("body", true).build();
+        let e = Document::from_json(&s, r#"{"id": 1, "body": "a", "id": 2}"#).unwrap_err();
+        match &e {
+            Error::Json { column, reason } => {
+                assert!(reason.contains("duplicate key \"id\""), "{reason}");
+                assert!(*column > 20 && *column <= 30, "{column}");
+            }
+            other => panic!("{other}"),
+        }
+        // Also inside nested objects; the same key in different objects is fine.
+        assert!(parse_object(r#"{"a": {"b": 1, "b": 2}}"#).is_err());
+        assert!(parse_object(r#"{"a": {"b": 1}, "c": {"b": 2}}"#).is_ok());
+    }
+
+    #[test]
+    fn byte_order_mark_is_skipped() {
+        let m = parse_object("\u{feff}{\"id\": 1}").unwrap();
+        assert_eq!(m["id"], Value::from(1));
+    }
+
+    #[test]
+    fn nested_objects_flatten_and_shapes_are_kept() {
+        let s = Schema::builder()
+            .keyword("user.name")
+            .integer("user.ids")
+            .text("tags", true)
+            .build();
+        let d = Document::from_json(
+            &s,
+            r#"{"user": {"name": "x", "ids": [1, 2]}, "tags": [], "user.name2": null}"#,
+        );
+        assert!(d.is_err(), "user.name2 is not in the schema");
+        let d = Document::from_json(&s, r#"{"user": {"name": "x", "ids": [7]}, "tags": null}"#)
+            .unwrap();
+        // Keys of one object come in sorted order (serde_json's map).
+        assert_eq!(
+            d.values,
+            vec![(1, FieldValue::Int(7)), (0, FieldValue::Str("x".into()))]
+        );
+        assert_eq!(
+            d.shapes,
+            vec![
+                Shape::Null { field: 2, at: 0 },
+                Shape::Array {
+                    field: 1,
+                    start: 0,
+                    len: 1
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn booleans_and_floats() {
+        let s = Schema::builder().boolean("ok").float("price").build();
+        let d = Document::from_json(&s, r#"{"ok": true, "price": [1.5, 2]}"#).unwrap();
+        assert_eq!(
+            d.values,
+            vec![
+                (0, FieldValue::Bool(true)),
+                (1, FieldValue::Float(1.5)),
+                (1, FieldValue::Float(2.0))
+            ]
+        );
+        let e = Document::from_json(&s, r#"{"ok": 1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("expected a boolean") && e.contains("the number 1"),
+            "{e}"
+        );
+        let mut d = Document::new();
+        assert!(d.add(&s, "price", FieldValue::Float(f64::NAN)).is_err());
+        d.add(&s, "price", FieldValue::Int(3)).unwrap();
+        assert_eq!(d.values, vec![(1, FieldValue::Float(3.0))]);
+    }
+
+    #[test]
+    fn large_numbers_are_shown_as_written() {
+        let s = Schema::builder().integer("n").build();
+        let e = Document::from_json(&s, r#"{"n": 18446744073709551615}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("18446744073709551615") && e.contains("float"),
+            "{e}"
+        );
+        let e = Document::from_json(&s, r#"{"n": 1e20}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("100000000000000000000") && !e.contains("e+"),
+            "{e}"
+        );
     }
 }

@@ -22,17 +22,73 @@ pub enum Error {
     Schema(String),
     #[error("document error in field {field:?}: {reason}")]
     Document { field: String, reason: String },
-    #[error("malformed JSON at column {column}: {reason}")]
+    /// `column` is 1-based; 0 when the error has no position.
+    #[error("malformed JSON{}: {reason}", at_column(*.column))]
     Json { column: usize, reason: String },
+    /// A query string that does not parse; keeps the kind and position.
+    #[error("{0}")]
+    Parse(#[from] crate::query::ParseError),
+    /// A field name the schema does not have.
+    #[error("unknown field {field:?}; the schema has {}", known.join(", "))]
+    UnknownField { field: String, known: Vec<String> },
+    /// Another writer (in this or another process) holds the index's `write.lock`.
+    #[error("index {path} is locked by another writer (its write.lock is held); wait for it to finish or stop it")]
+    Locked { path: String },
     #[error("{0}")]
     Query(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    #[error("index writer failed earlier and must be reopened: {0}")]
+    /// An earlier write of this writer failed (the message says which and why); the writer
+    /// refuses further changes and must be reopened. The last commit is intact.
+    #[error("{0}")]
     WriterPoisoned(String),
+    /// A commit succeeded (its documents are durable) but a merge after it failed.
+    #[error("commit generation {generation} is durable, but a merge after it failed: {source}")]
+    MergeFailed {
+        generation: u64,
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {
+    /// True when the caller's input is at fault (a server answers 4xx): a query that does not
+    /// parse, an unknown field, a bad document or argument. False for I/O, corruption, locks.
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self,
+            Error::Parse(_)
+                | Error::UnknownField { .. }
+                | Error::Schema(_)
+                | Error::Document { .. }
+                | Error::Json { .. }
+                | Error::Query(_)
+                | Error::InvalidArgument(_)
+        )
+    }
+
+    /// True when the failure is a full disk (ENOSPC) somewhere in the chain.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Error::Store(StoreError::Io { source, .. }) => source.raw_os_error() == Some(28),
+            Error::WriterPoisoned(m) => m.contains("No space left on device"),
+            Error::MergeFailed { source, .. } => source.is_disk_full(),
+            _ => false,
+        }
+    }
+
+    /// True when a file of the index vanished (a concurrent writer removed it).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Store(StoreError::NotFound { .. }))
+    }
+
+    pub(crate) fn unknown_field(schema: &crate::schema::Schema, field: &str) -> Self {
+        Error::UnknownField {
+            field: field.to_string(),
+            known: schema.fields().iter().map(|f| f.name.clone()).collect(),
+        }
+    }
+
     pub(crate) fn corrupt(file: impl Into<String>, reason: impl std::fmt::Display) -> Self {
         Error::Corrupt {
             file: file.into(),
@@ -56,6 +112,14 @@ impl Error {
             },
             other => Error::corrupt(file, other),
         }
+    }
+}
+
+fn at_column(column: usize) -> String {
+    if column == 0 {
+        String::new()
+    } else {
+        format!(" at column {column}")
     }
 }
 

@@ -26,6 +26,7 @@ mod failpoint;
 pub mod index;
 pub mod indexer;
 pub mod query;
+pub mod reader;
 pub mod schema;
 pub mod search;
 
@@ -34,5 +35,7 @@ pub use error::{Error, Result};
 pub use index::{check_index, CheckReport, Index};
 pub use indexer::{CommitStats, IndexWriter, MergePolicy, WriterOptions};
 pub use quarry_store::DirectoryKind;
+pub use query::ParseError;
+pub use reader::{IndexReader, ReloadPolicy};
 pub use schema::{FieldEntry, FieldType, Schema};
 pub use search::{Bm25, DocAddress, Hit, SearchMode, SearchResult, Searcher};

@@ -2,8 +2,10 @@
 //!
 //! A schema is a JSON file (`{"fields": [{"name": "body", "type": "text", "stored": true}]}`) or
 //! built in Rust with [`Schema::builder`]. Field types: `text` (analyzed; indexed with freqs,
-//! positions and norms; optionally stored), `keyword` (one exact term, stored) and `integer`
-//! (a stored i64, also indexed as an exact term so `id:42` finds it).
+//! positions and norms; optionally stored), `keyword` (one exact term, stored), `integer`
+//! (a stored i64, also indexed as an exact term so `id:42` finds it), `boolean` (stored, indexed
+//! as the term `true` or `false`) and `float` (a stored f64, indexed as one exact term, its
+//! shortest decimal text: `price:2.5` finds 2.5; no ranges).
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,6 +21,27 @@ pub enum FieldType {
     Text,
     Keyword,
     Integer,
+    Boolean,
+    Float,
+}
+
+impl FieldType {
+    /// The name used in schema files (`text`, `keyword`, `integer`, `boolean`, `float`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Text => "text",
+            FieldType::Keyword => "keyword",
+            FieldType::Integer => "integer",
+            FieldType::Boolean => "boolean",
+            FieldType::Float => "float",
+        }
+    }
+}
+
+impl std::fmt::Display for FieldType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One field's declaration.
@@ -28,8 +51,8 @@ pub struct FieldEntry {
     pub name: String,
     #[serde(rename = "type")]
     pub field_type: FieldType,
-    /// Whether the original value is kept and returned with hits. Keyword and integer fields are
-    /// always stored.
+    /// Whether the original value is kept and returned with hits. Keyword, integer, boolean and
+    /// float fields are always stored.
     #[serde(default = "yes")]
     pub stored: bool,
     /// Analyzer name for text fields.
@@ -182,45 +205,38 @@ impl Schema {
             .collect()
     }
 
-    /// Infers a schema from sample JSON objects: strings (and arrays of strings) become text
-    /// fields, integers become integer fields. Fields keep first-seen order.
+    /// Infers a schema from sample JSON objects (numbered 1, 2, ... in error messages); see
+    /// [`Schema::infer_lines`].
     pub fn infer<'a>(
         samples: impl IntoIterator<Item = &'a serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Self> {
-        use serde_json::Value;
-        let mut order: Vec<String> = Vec::new();
-        let mut types: HashMap<String, FieldType> = HashMap::new();
-        for obj in samples {
-            for (k, v) in obj {
-                let t = match v {
-                    Value::String(_) => FieldType::Text,
-                    Value::Array(a) if a.iter().all(|x| x.is_string()) => FieldType::Text,
-                    Value::Number(n) if n.is_i64() || n.is_u64() => FieldType::Integer,
-                    Value::Null => continue,
-                    other => {
-                        return Err(Error::Schema(format!(
-                            "cannot infer a type for field {k:?} from value {other}: only strings, arrays of strings and integers are supported; write a schema file"
-                        )))
-                    }
-                };
-                match types.get(k) {
-                    None => {
-                        types.insert(k.clone(), t);
-                        order.push(k.clone());
-                    }
-                    Some(&prev) if prev != t => {
-                        return Err(Error::Schema(format!(
-                            "field {k:?} holds both {prev:?} and {t:?} values; write a schema file"
-                        )))
-                    }
-                    _ => {}
-                }
-            }
+        Self::infer_lines(
+            samples
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| (i as u64 + 1, m)),
+        )
+    }
+
+    /// Infers a schema from sample JSON objects with their line numbers: strings become text
+    /// fields, integers integer fields, other numbers float fields (a field holding both
+    /// integers and other numbers is a float field), `true`/`false` boolean fields; arrays give
+    /// their elements' type, nested objects are flattened to dotted names (`user.name`); `null`
+    /// and `[]` say nothing. Fields keep first-seen order (the keys of one object in sorted
+    /// order, as serde_json's map holds them). Errors name the line and the field and say what
+    /// to write in a schema file.
+    pub fn infer_lines<'a>(
+        samples: impl IntoIterator<Item = (u64, &'a serde_json::Map<String, serde_json::Value>)>,
+    ) -> Result<Self> {
+        let mut inf = Inference::default();
+        for (line, obj) in samples {
+            inf.object(line, "", obj)?;
         }
-        let fields = order
+        let fields = inf
+            .order
             .into_iter()
             .map(|name| {
-                let field_type = types[&name];
+                let field_type = inf.types[&name].0;
                 FieldEntry {
                     name,
                     field_type,
@@ -230,6 +246,117 @@ impl Schema {
             })
             .collect();
         Self::new(fields)
+    }
+}
+
+/// Schema inference's state: field types in first-seen order, with the line that decided each.
+#[derive(Default)]
+struct Inference {
+    order: Vec<String>,
+    types: HashMap<String, (FieldType, u64)>,
+}
+
+impl Inference {
+    fn object(
+        &mut self,
+        line: u64,
+        prefix: &str,
+        obj: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        use serde_json::Value;
+        for (k, v) in obj {
+            let name = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            let t = match v {
+                Value::Object(inner) => {
+                    self.object(line, &name, inner)?;
+                    continue;
+                }
+                Value::Array(items) => {
+                    let mut t = None;
+                    for item in items {
+                        let it = value_type(line, &name, item)?;
+                        t = Some(match t {
+                            None => it,
+                            Some(prev) => merge(line, &name, prev, it)?,
+                        });
+                    }
+                    match t {
+                        Some(t) => t,
+                        None => continue,
+                    }
+                }
+                Value::Null => continue,
+                other => value_type(line, &name, other)?,
+            };
+            match self.types.get(&name).copied() {
+                None => {
+                    self.types.insert(name.clone(), (t, line));
+                    self.order.push(name);
+                }
+                Some((prev, first)) => {
+                    let merged = merge(line, &name, prev, t).map_err(|_| {
+                        Error::Schema(format!(
+                            "line {line}: field {name:?} holds {} but line {first} gave it {}; declare its type in a schema file (--schema)",
+                            article(t),
+                            article(prev)
+                        ))
+                    })?;
+                    self.types.insert(name, (merged, first));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The field type a scalar JSON value asks for.
+fn value_type(line: u64, name: &str, v: &serde_json::Value) -> Result<FieldType> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::String(_) => FieldType::Text,
+        Value::Bool(_) => FieldType::Boolean,
+        Value::Number(n) if n.is_i64() => FieldType::Integer,
+        Value::Number(n) if n.is_u64() => {
+            return Err(Error::Schema(format!(
+                "line {line}: field {name:?}: {n} does not fit a 64-bit signed integer; declare the field with type \"float\" (or \"keyword\", written as a string) in a schema file (--schema)"
+            )))
+        }
+        Value::Number(_) => FieldType::Float,
+        other => {
+            return Err(Error::Schema(format!(
+                "line {line}: field {name:?}: cannot infer a type from {}: arrays may hold strings, numbers or booleans; write a schema file (--schema) and flatten the input",
+                crate::document::json_word(other)
+            )))
+        }
+    })
+}
+
+/// Two types seen for one field: equal, or integer and float (float wins).
+fn merge(line: u64, name: &str, a: FieldType, b: FieldType) -> Result<FieldType> {
+    match (a, b) {
+        (a, b) if a == b => Ok(a),
+        (FieldType::Integer, FieldType::Float) | (FieldType::Float, FieldType::Integer) => {
+            Ok(FieldType::Float)
+        }
+        (a, b) => Err(Error::Schema(format!(
+            "line {line}: field {name:?} holds both {} and {}; declare its type in a schema file (--schema)",
+            article(a),
+            article(b)
+        ))),
+    }
+}
+
+fn article(t: FieldType) -> &'static str {
+    match t {
+        FieldType::Text => "text (strings)",
+        FieldType::Keyword => "keywords",
+        FieldType::Integer => "integers",
+        FieldType::Boolean => "booleans",
+        FieldType::Float => "floats",
     }
 }
 
@@ -267,6 +394,24 @@ impl SchemaBuilder {
         });
         self
     }
+    pub fn boolean(mut self, name: &str) -> Self {
+        self.fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Boolean,
+            stored: true,
+            analyzer: standard(),
+        });
+        self
+    }
+    pub fn float(mut self, name: &str) -> Self {
+        self.fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Float,
+            stored: true,
+            analyzer: standard(),
+        });
+        self
+    }
     /// Panics only on programmer error (duplicate names), like a builder should; use
     /// [`try_build`](Self::try_build) for user input.
     pub fn build(self) -> Schema {
@@ -287,7 +432,7 @@ mod tests {
         assert_eq!(s.field_id("body"), Some(1));
         assert!(!s.field(1).stored);
         assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
-        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"float"}]}"#)
+        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"date"}]}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 1"), "{e}");
@@ -323,8 +468,67 @@ mod tests {
                 ("body", FieldType::Text)
             ]
         );
-        let bad: Vec<serde_json::Map<String, serde_json::Value>> =
-            vec![serde_json::from_str(r#"{"x":1.5}"#).unwrap()];
-        assert!(Schema::infer(&bad).is_err());
+    }
+
+    fn infer_err(lines: &[&str]) -> String {
+        let docs: Vec<serde_json::Map<String, serde_json::Value>> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        Schema::infer(&docs).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn inference_of_booleans_floats_arrays_and_objects() {
+        let docs: Vec<serde_json::Map<String, serde_json::Value>> = vec![
+            serde_json::from_str(
+                r#"{"ok":true,"n":1,"ids":[1,2],"user":{"name":"a","geo":{"lat":1.5}},"e":[]}"#,
+            )
+            .unwrap(),
+            serde_json::from_str(r#"{"n":2.5,"ok":null,"e":["x"]}"#).unwrap(),
+        ];
+        let s = Schema::infer(&docs).unwrap();
+        let names: Vec<_> = s
+            .fields()
+            .iter()
+            .map(|f| (f.name.as_str(), f.field_type))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("ids", FieldType::Integer),
+                ("n", FieldType::Float),
+                ("ok", FieldType::Boolean),
+                ("user.geo.lat", FieldType::Float),
+                ("user.name", FieldType::Text),
+                ("e", FieldType::Text),
+            ]
+        );
+        assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
+    }
+
+    #[test]
+    fn inference_errors_name_line_field_and_remedy() {
+        let e = infer_err(&[r#"{"x":"a"}"#, r#"{"x":1}"#]);
+        assert!(
+            e.contains("line 2")
+                && e.contains("\"x\"")
+                && e.contains("integers")
+                && e.contains("line 1 gave it text")
+                && e.contains("schema file")
+                && !e.contains("Integer"),
+            "{e}"
+        );
+        let e = infer_err(&[r#"{"x":[1,"a"]}"#]);
+        assert!(e.contains("line 1") && e.contains("both"), "{e}");
+        let e = infer_err(&[r#"{"x":1}"#, r#"{"x":18446744073709551615}"#]);
+        assert!(
+            e.contains("line 2") && e.contains("18446744073709551615") && e.contains("float"),
+            "{e}"
+        );
+        let e = infer_err(&[r#"{"x":[[1]]}"#]);
+        assert!(e.contains("nested array"), "{e}");
+        let e = infer_err(&[r#"{"x":[{"a":1}]}"#]);
+        assert!(e.contains("object inside an array"), "{e}");
     }
 }

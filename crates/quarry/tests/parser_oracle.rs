@@ -6,24 +6,7 @@
 
 use std::sync::Arc;
 
-use quarry::analysis::{Analyzer, StandardAnalyzer};
-use quarry::query::{FieldAnalysis, QueryParser, SimpleAnalysis};
-
-/// Every field analyzed with the standard analyzer.
-struct Standard(StandardAnalyzer);
-
-impl FieldAnalysis for Standard {
-    fn tokens(&self, _field: &str, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        self.0
-            .for_each_token(text, &mut |t| out.push(t.to_string()));
-        out
-    }
-
-    fn normalize(&self, _field: &str, text: &str) -> String {
-        self.0.normalize(text)
-    }
-}
+use quarry::query::{QueryParser, SimpleAnalysis, StandardAnalysis};
 
 fn oracle_queries() -> Vec<(String, String)> {
     let path = concat!(
@@ -81,7 +64,7 @@ fn check(parser: &QueryParser, label: &str) {
 
 #[test]
 fn parsed_queries_equal_lucene_with_standard_analyzer() {
-    let parser = QueryParser::new("body", Arc::new(Standard(StandardAnalyzer::new())));
+    let parser = QueryParser::new("body", Arc::new(StandardAnalysis::new()));
     check(&parser, "StandardAnalyzer");
 }
 

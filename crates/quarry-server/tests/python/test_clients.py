@@ -95,6 +95,7 @@ def test_client_round_trip(server, module):
     assert ok == N_DOCS and not errors
     es.indices.refresh(index=index)
     assert es.count(index=index)["count"] == N_DOCS
+    es.indices.flush(index=index)  # commit, so that `quarry search` (the library) sees it all
 
     for dsl, lucene in DSL_CASES:
         r = es.search(index=index, query=dsl, size=10, track_total_hits=True)
@@ -118,11 +119,16 @@ def test_client_round_trip(server, module):
     es.indices.refresh(index=index)
     assert es.count(index=index, query={"match": {"body": "brand"}})["count"] >= 1
 
-    # Updates and deletes need engine deletes (issue 8): a clean 400 until then.
-    with pytest.raises(es_mod.BadRequestError):
-        es.update(index=index, id="new-1", doc={"title": "changed"})
-    with pytest.raises(es_mod.BadRequestError):
+    r = es.index(index=index, id="new-1", document={"title": "again", "body": "replaced text"})
+    assert r["result"] == "updated"
+    assert es.update(index=index, id="new-1", doc={"title": "changed"})["result"] == "updated"
+    assert es.get(index=index, id="new-1")["_source"] == {"title": "changed", "body": "replaced text"}
+    assert es.delete(index=index, id="new-1")["result"] == "deleted"
+    assert not es.exists(index=index, id="new-1")
+    with pytest.raises(es_mod.NotFoundError):
         es.delete(index=index, id="new-1")
+    es.indices.refresh(index=index)
+    assert es.count(index=index)["count"] == N_DOCS
     with pytest.raises(es_mod.NotFoundError):
         es.search(index="no-such-index", query={"match_all": {}})
     with pytest.raises(es_mod.BadRequestError) as e:

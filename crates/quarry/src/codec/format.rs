@@ -1,4 +1,4 @@
-//! Format v1 constants: file kinds, versions and extensions. Spec: `docs/format/README.md`.
+//! Format constants (v2): file kinds, versions and extensions. Spec: `docs/format/README.md`.
 use quarry_codecs::framing::{self, FileKind};
 use quarry_codecs::Header;
 
@@ -6,7 +6,7 @@ use crate::error::InFile;
 use crate::Result;
 
 /// The format version this build writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u32 = 1;
 
@@ -17,6 +17,8 @@ pub const KIND_POSTINGS: FileKind = FileKind(*b"POST");
 pub const KIND_POSITIONS: FileKind = FileKind(*b"POSI");
 pub const KIND_NORMS: FileKind = FileKind(*b"NORM");
 pub const KIND_STORED: FileKind = FileKind(*b"STOR");
+/// A segment's deleted documents (format v2).
+pub const KIND_DELETES: FileKind = FileKind(*b"DELS");
 
 /// The files of one segment: (extension, kind).
 pub const SEGMENT_FILES: [(&str, FileKind); 6] = [

@@ -104,10 +104,30 @@ impl SegmentMeta {
 pub struct SegmentRef {
     pub name: String,
     pub doc_count: u32,
-    /// Generation of the segment's deleted-documents file; 0 = no deletions. (Format v1 never
-    /// writes deletions; the field reserves the place so that adding them needs no rewrite.)
+    /// Generation of the segment's deleted-documents file `<name>_<del_gen>.del`; 0 = no
+    /// deletions (format v1 never writes deletions).
     #[serde(default)]
     pub del_gen: u64,
+    /// Deleted documents in that file (format v2; 0 when `del_gen` is 0).
+    #[serde(default)]
+    pub del_count: u32,
+}
+
+impl SegmentRef {
+    /// The files this segment reference needs: the segment's own and its deletions file.
+    pub fn files(&self) -> Vec<String> {
+        let mut v: Vec<String> = format::SEGMENT_FILES
+            .iter()
+            .map(|(ext, _)| SegmentMeta::file_name(&self.name, ext))
+            .collect();
+        if self.del_gen > 0 {
+            v.push(super::livedocs::LiveDocs::file_name(
+                &self.name,
+                self.del_gen,
+            ));
+        }
+        v
+    }
 }
 
 /// The `commit_<generation>` file: the schema and the live segments of one commit.
@@ -174,7 +194,25 @@ impl CommitPoint {
         Ok(c)
     }
 
+    /// Documents in the segments, deleted ones included (Lucene's `maxDoc`).
     pub fn doc_count(&self) -> u64 {
         self.segments.iter().map(|s| u64::from(s.doc_count)).sum()
+    }
+
+    /// Live documents (not deleted).
+    pub fn live_doc_count(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| u64::from(s.doc_count - s.del_count.min(s.doc_count)))
+            .sum()
+    }
+
+    /// Every file this commit needs, its own file included.
+    pub fn files(&self) -> Vec<String> {
+        let mut v = vec![Self::file_name(self.generation)];
+        for s in &self.segments {
+            v.extend(s.files());
+        }
+        v
     }
 }

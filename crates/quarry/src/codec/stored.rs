@@ -3,13 +3,15 @@
 //! File `<segment>.store`: header; blocks; a block index of `(first_doc u32, offset u64)` per
 //! block; footer. The index's offset and block count are in the segment meta. A block
 //! decompresses to `vu32 n`, `n` × `vu32 doc_len`, then the documents' bytes. A document is
-//! `vu32 count` values of `vu32 field_id, u8 tag, payload` (tag 0: `vu64 len` + UTF-8, tag 1:
-//! i64 LE). Spec: `docs/format/stored.md`.
+//! `vu32 count` entries of `vu32 field_id, u8 tag, payload` (tag 0: `vu64 len` + UTF-8, tag 1:
+//! i64 LE; since format v2 also tag 2: an array, `vu32 n` then `n` × (`u8 tag`, payload) of
+//! scalar tags; tag 3: null, no payload; tag 4: boolean, one byte 0/1; tag 5: f64 LE). Spec:
+//! `docs/format/stored.md`.
 use quarry_codecs::reader::PutLe;
 use quarry_codecs::{varint, ByteReader, CodecError};
 use serde_json::{Map, Value};
 
-use crate::document::{Document, FieldValue};
+use crate::document::{Document, FieldValue, Shape};
 use crate::error::InFile;
 use crate::schema::Schema;
 use crate::Result;
@@ -18,35 +20,140 @@ use crate::Result;
 const BLOCK_TARGET: usize = 16 * 1024;
 const INDEX_ENTRY: usize = 12;
 
-/// Encodes a document's stored values (fields whose schema says `stored`).
+const TAG_STR: u8 = 0;
+const TAG_INT: u8 = 1;
+const TAG_ARRAY: u8 = 2;
+const TAG_NULL: u8 = 3;
+const TAG_BOOL: u8 = 4;
+const TAG_FLOAT: u8 = 5;
+
+/// Encodes a document's stored values (fields whose schema says `stored`). Values a JSON array
+/// gave are one array entry; a `null` is a null entry; other values are one entry each.
 pub fn encode_doc(schema: &Schema, doc: &Document, out: &mut Vec<u8>) {
     out.clear();
-    let stored: Vec<&(u32, FieldValue)> = doc
-        .values
-        .iter()
-        .filter(|(f, _)| schema.field(*f).stored)
-        .collect();
-    varint::write_u32(out, stored.len() as u32);
-    for (f, v) in stored {
-        varint::write_u32(out, *f);
-        match v {
-            FieldValue::Str(s) => {
-                out.push(0);
-                out.put_len_prefixed(s.as_bytes());
+    let stored = |f: u32| schema.field(f).stored;
+    if doc.shapes.is_empty() {
+        let n = doc.values.iter().filter(|(f, _)| stored(*f)).count();
+        varint::write_u32(out, n as u32);
+        for (f, v) in doc.values.iter().filter(|(f, _)| stored(*f)) {
+            varint::write_u32(out, *f);
+            put_scalar(out, v);
+        }
+        return;
+    }
+    let mut body = Vec::with_capacity(64);
+    let mut count = 0u32;
+    let (values, shapes) = (&doc.values, &doc.shapes);
+    let (mut i, mut si) = (0usize, 0usize);
+    loop {
+        let at = shapes.get(si).map(|s| match *s {
+            Shape::Array { start, .. } => start as usize,
+            Shape::Null { at, .. } => at as usize,
+        });
+        if let Some(at) = at.filter(|&at| at <= i) {
+            match shapes[si] {
+                Shape::Null { field, .. } => {
+                    if stored(field) {
+                        varint::write_u32(&mut body, field);
+                        body.push(TAG_NULL);
+                        count += 1;
+                    }
+                }
+                Shape::Array { field, len, .. } => {
+                    let end = (at + len as usize).min(values.len());
+                    if stored(field) {
+                        varint::write_u32(&mut body, field);
+                        body.push(TAG_ARRAY);
+                        varint::write_u32(&mut body, (end - at) as u32);
+                        for (_, v) in &values[at..end] {
+                            put_scalar(&mut body, v);
+                        }
+                        count += 1;
+                    }
+                    i = i.max(end);
+                }
             }
-            FieldValue::Int(i) => {
-                out.push(1);
-                out.put_u64(*i as u64);
-            }
+            si += 1;
+            continue;
+        }
+        let Some((f, v)) = values.get(i) else { break };
+        if stored(*f) {
+            varint::write_u32(&mut body, *f);
+            put_scalar(&mut body, v);
+            count += 1;
+        }
+        i += 1;
+    }
+    varint::write_u32(out, count);
+    out.extend_from_slice(&body);
+}
+
+/// One scalar value: its tag, then its payload.
+fn put_scalar(out: &mut Vec<u8>, v: &FieldValue) {
+    match v {
+        FieldValue::Str(s) => {
+            out.push(TAG_STR);
+            out.put_len_prefixed(s.as_bytes());
+        }
+        FieldValue::Int(i) => {
+            out.push(TAG_INT);
+            out.put_u64(*i as u64);
+        }
+        FieldValue::Bool(b) => {
+            out.push(TAG_BOOL);
+            out.push(u8::from(*b));
+        }
+        FieldValue::Float(x) => {
+            out.push(TAG_FLOAT);
+            out.put_u64(x.to_bits());
         }
     }
 }
 
-/// Decodes a document into a JSON object (multi-valued fields become arrays).
+/// Reads one scalar value of tag `tag`.
+fn get_scalar(r: &mut ByteReader<'_>, tag: u8) -> Result<Value, CodecError> {
+    Ok(match tag {
+        TAG_STR => Value::String(String::from_utf8(r.len_prefixed()?.to_vec()).map_err(|_| {
+            CodecError::Invalid {
+                what: "stored string is not UTF-8".into(),
+            }
+        })?),
+        TAG_INT => Value::from(r.u64()? as i64),
+        TAG_BOOL => match r.u8()? {
+            0 => Value::Bool(false),
+            1 => Value::Bool(true),
+            b => {
+                return Err(CodecError::Invalid {
+                    what: format!("stored boolean byte {b}"),
+                })
+            }
+        },
+        TAG_FLOAT => {
+            let x = f64::from_bits(r.u64()?);
+            serde_json::Number::from_f64(x)
+                .map(Value::Number)
+                .ok_or_else(|| CodecError::Invalid {
+                    what: format!("stored float {x} is not finite"),
+                })?
+        }
+        t => {
+            return Err(CodecError::Invalid {
+                what: format!("stored value tag {t}"),
+            })
+        }
+    })
+}
+
+/// Decodes a document into a JSON object: an array entry becomes a JSON array (also with one
+/// or no element), a null entry `null`; a field with several entries becomes an array of their
+/// values in order (array entries contribute their elements), a field with one scalar entry a
+/// plain value.
 pub fn decode_doc(schema: &Schema, bytes: &[u8]) -> Result<Map<String, Value>, CodecError> {
     let mut r = ByteReader::new(bytes);
     let n = r.vu32()?;
     let mut out = Map::new();
+    // Fields whose current value is an array made by joining several entries, or given as one.
+    let mut arrays: Vec<u32> = Vec::new();
     for _ in 0..n {
         let f = r.vu32()?;
         let entry = schema
@@ -55,27 +162,44 @@ pub fn decode_doc(schema: &Schema, bytes: &[u8]) -> Result<Map<String, Value>, C
             .ok_or_else(|| CodecError::Invalid {
                 what: format!("stored field id {f} not in schema"),
             })?;
-        let v = match r.u8()? {
-            0 => Value::String(String::from_utf8(r.len_prefixed()?.to_vec()).map_err(|_| {
-                CodecError::Invalid {
-                    what: "stored string is not UTF-8".into(),
+        let (v, is_array) = match r.u8()? {
+            TAG_ARRAY => {
+                let len = r.vu32()? as usize;
+                if len > r.remaining() / 2 {
+                    return Err(CodecError::Invalid {
+                        what: format!("stored array claims {len} values"),
+                    });
                 }
-            })?),
-            1 => Value::from(r.u64()? as i64),
-            t => {
-                return Err(CodecError::Invalid {
-                    what: format!("stored value tag {t}"),
-                })
+                let mut items = Vec::with_capacity(len);
+                for _ in 0..len {
+                    let tag = r.u8()?;
+                    items.push(get_scalar(&mut r, tag)?);
+                }
+                (Value::Array(items), true)
             }
+            TAG_NULL => (Value::Null, false),
+            tag => (get_scalar(&mut r, tag)?, false),
         };
         match out.get_mut(&entry.name) {
             None => {
                 out.insert(entry.name.clone(), v);
+                if is_array {
+                    arrays.push(f);
+                }
             }
-            Some(Value::Array(a)) => a.push(v),
             Some(prev) => {
-                let first = prev.take();
-                *prev = Value::Array(vec![first, v]);
+                let mut items = match prev.take() {
+                    Value::Array(a) if arrays.contains(&f) => a,
+                    first => {
+                        arrays.push(f);
+                        vec![first]
+                    }
+                };
+                match v {
+                    Value::Array(more) if is_array => items.extend(more),
+                    v => items.push(v),
+                }
+                *prev = Value::Array(items);
             }
         }
     }
@@ -337,5 +461,77 @@ mod tests {
             assert!(m.get("hidden").is_none());
         }
         assert!(r.block_of(3000).is_err());
+    }
+
+    fn roundtrip(schema: &Schema, json: &str) -> Value {
+        let d = Document::from_json(schema, json).unwrap();
+        let mut buf = Vec::new();
+        encode_doc(schema, &d, &mut buf);
+        Value::Object(decode_doc(schema, &buf).unwrap())
+    }
+
+    #[test]
+    fn json_documents_come_back_as_they_went_in() {
+        let schema = Schema::builder()
+            .integer("id")
+            .text("tags", true)
+            .text("body", true)
+            .keyword("user.name")
+            .boolean("ok")
+            .float("price")
+            .text("hidden", false)
+            .build();
+        for json in [
+            r#"{"id":1,"tags":["energy"],"body":"x"}"#,
+            r#"{"id":2,"tags":[],"body":null}"#,
+            r#"{"tags":["a","b","c"],"ok":false,"price":2.5,"id":-7}"#,
+            r#"{"price":[1.5,-0.25,1e300],"ok":[true]}"#,
+            r#"{"id":3,"body":"é\u0000z","tags":null}"#,
+            r#"{}"#,
+        ] {
+            let want: Value = serde_json::from_str(json).unwrap();
+            assert_eq!(roundtrip(&schema, json), want, "{json}");
+        }
+        // Nested objects come back flattened (dotted names); unstored fields do not come back.
+        assert_eq!(
+            roundtrip(&schema, r#"{"user":{"name":"n"},"hidden":["s"],"id":4}"#),
+            serde_json::json!({"user.name": "n", "id": 4})
+        );
+        // Integers given to a float field come back as floats.
+        assert_eq!(
+            roundtrip(&schema, r#"{"price":3}"#),
+            serde_json::json!({"price": 3.0})
+        );
+    }
+
+    #[test]
+    fn entries_of_one_field_join_into_one_array() {
+        let schema = Schema::builder().integer("a.b").build();
+        assert_eq!(
+            roundtrip(&schema, r#"{"a":{"b":[1]},"a.b":[2,3]}"#),
+            serde_json::json!({"a.b": [1, 2, 3]})
+        );
+        assert_eq!(
+            roundtrip(&schema, r#"{"a":{"b":1},"a.b":2}"#),
+            serde_json::json!({"a.b": [1, 2]})
+        );
+    }
+
+    #[test]
+    fn bad_v2_values_are_errors() {
+        let schema = Schema::builder().integer("id").build();
+        // field 0, array of 1000 values with 2 bytes left.
+        let mut b = vec![1, 0, TAG_ARRAY];
+        varint::write_u32(&mut b, 1000);
+        b.extend_from_slice(&[TAG_INT, 0]);
+        assert!(decode_doc(&schema, &b).is_err());
+        assert!(decode_doc(&schema, &[1, 0, TAG_BOOL, 2]).is_err());
+        let mut nan = vec![1, 0, TAG_FLOAT];
+        nan.extend_from_slice(&f64::NAN.to_bits().to_le_bytes());
+        assert!(decode_doc(&schema, &nan).is_err());
+        assert!(decode_doc(&schema, &[1, 0, 6]).is_err());
+        // An array may not nest another array or a null.
+        assert!(decode_doc(&schema, &[1, 0, TAG_ARRAY, 1, TAG_ARRAY, 0]).is_err());
+        assert!(decode_doc(&schema, &[1, 0, TAG_ARRAY, 1, TAG_NULL]).is_err());
     }
 }

@@ -20,6 +20,8 @@ use crate::{Error, Result};
 pub struct SegmentSummary {
     pub name: String,
     pub docs: u32,
+    /// Deleted documents (still stored until a merge drops them).
+    pub deleted: u32,
     /// Unique terms per indexed field.
     pub terms: BTreeMap<String, u64>,
     /// Bytes per file kind (extension).
@@ -30,7 +32,10 @@ pub struct SegmentSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckReport {
     pub generation: u64,
+    /// Documents in the segments, deleted ones included.
     pub docs: u64,
+    /// Documents not deleted.
+    pub live_docs: u64,
     pub segments: Vec<SegmentSummary>,
     /// Bytes per file kind over all segments, plus the commit point.
     pub bytes: BTreeMap<String, u64>,
@@ -42,8 +47,10 @@ pub struct CheckReport {
 pub fn inspect(index: &Index) -> CheckReport {
     let mut bytes = BTreeMap::new();
     let mut segments = Vec::new();
-    for seg in index.segments() {
-        segments.push(summary(seg, &mut bytes));
+    for (seg, live) in index.segments().iter().zip(index.live_docs().iter()) {
+        let mut s = summary(seg, &mut bytes);
+        s.deleted = live.as_ref().map_or(0, |l| l.deleted_count());
+        segments.push(s);
     }
     let commit_len = index
         .directory()
@@ -54,6 +61,7 @@ pub fn inspect(index: &Index) -> CheckReport {
     CheckReport {
         generation: index.commit().generation,
         docs: index.doc_count(),
+        live_docs: index.live_doc_count(),
         segments,
         bytes,
         files_verified: 0,
@@ -78,6 +86,7 @@ fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSum
     SegmentSummary {
         name: meta.name.clone(),
         docs: meta.doc_count,
+        deleted: 0,
         terms,
         bytes,
     }

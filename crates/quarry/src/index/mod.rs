@@ -1,31 +1,39 @@
-//! An index on disk: its commit points, the segments they list, and opening them for search.
+//! An index on disk: its commit points, the segments they list with their deletions, and
+//! opening them as a point-in-time view.
 mod check;
+mod files;
 mod segment;
 
 pub use check::{check_index, inspect, CheckReport, SegmentSummary};
+pub use files::{held_files, HeldFiles};
 pub use segment::SegmentReader;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use quarry_store::{open_directory, Directory, DirectoryKind};
 
+use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::CommitPoint;
 use crate::schema::Schema;
-use crate::search::Searcher;
 use crate::{Error, Result};
 
-/// The newest commit point of `dir` (by generation), verified.
-pub(crate) fn latest_commit(dir: &dyn Directory) -> Result<Option<CommitPoint>> {
-    let mut gens: Vec<u64> = dir
+/// How many times opening retries when files of the commit it read vanish under it (a writer
+/// published a newer commit and removed the old one's files meanwhile).
+const OPEN_RETRIES: usize = 20;
+
+/// The newest commit generation named in `dir`, if any (the file is not read).
+pub(crate) fn latest_generation(dir: &dyn Directory) -> Result<Option<u64>> {
+    Ok(dir
         .list()?
         .iter()
         .filter_map(|n| CommitPoint::parse_name(n))
-        .collect();
-    gens.sort_unstable();
-    let Some(&g) = gens.last() else {
-        return Ok(None);
-    };
+        .max())
+}
+
+/// Reads and verifies commit point `g`.
+pub(crate) fn read_commit(dir: &dyn Directory, g: u64) -> Result<CommitPoint> {
     let name = CommitPoint::file_name(g);
     let bytes = dir.open(&name)?.read_all()?;
     let commit = CommitPoint::decode(&name, &bytes)?;
@@ -38,19 +46,41 @@ pub(crate) fn latest_commit(dir: &dyn Directory) -> Result<Option<CommitPoint>> 
             ),
         ));
     }
-    Ok(Some(commit))
+    Ok(commit)
 }
 
-/// A committed index opened for reading: a point-in-time view of one commit.
+/// The newest commit point of `dir` (by generation), verified. A commit file that vanishes
+/// between listing and reading (a writer replaced it) is retried with the newer one.
+pub(crate) fn latest_commit(dir: &dyn Directory) -> Result<Option<CommitPoint>> {
+    let mut attempt = 0;
+    loop {
+        let Some(g) = latest_generation(dir)? else {
+            return Ok(None);
+        };
+        match read_commit(dir, g) {
+            Err(e) if e.is_not_found() && attempt < OPEN_RETRIES => attempt += 1,
+            other => return other.map(Some),
+        }
+    }
+}
+
+/// A point-in-time view of an index: one commit (or a writer's near-real-time state), its
+/// opened segments and their live documents.
 ///
-/// Opening reads the commit point, each segment's small meta file and the headers and footers of
-/// the other files; nothing else is read or decoded until a query needs it.
+/// Opening reads the commit point, each segment's small meta file, its deletions file if any,
+/// and the headers and footers of the other files; nothing else is read until a query needs it.
+/// The view holds its files (see [`HeldFiles`]): a writer in this process does not delete them
+/// while it is alive.
 #[derive(Clone)]
 pub struct Index {
     dir: Arc<dyn Directory>,
     commit: Arc<CommitPoint>,
     schema: Schema,
     segments: Arc<Vec<Arc<SegmentReader>>>,
+    live: Arc<Vec<Option<Arc<LiveDocs>>>>,
+    /// Per segment, the deletions generation `live` was read from (`None`: given in memory).
+    live_gen: Arc<Vec<Option<u64>>>,
+    _held: Arc<HeldFiles>,
 }
 
 impl std::fmt::Debug for Index {
@@ -78,17 +108,71 @@ impl Index {
         Self::open_dir(open_directory(path, kind)?)
     }
 
+    /// Opens the latest commit of `dir`.
     pub fn open_dir(dir: Arc<dyn Directory>) -> Result<Self> {
-        let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
-            path: dir.path().display().to_string(),
-        })?;
+        Self::open_latest(dir, None)
+    }
+
+    /// Opens the latest commit, reusing the segments and deletions of `previous` that did not
+    /// change. When files of the commit vanish while opening (a writer removed them after
+    /// publishing a newer commit), it retries with the newest commit, as Lucene's
+    /// `FindSegmentsFile` does.
+    pub(crate) fn open_latest(dir: Arc<dyn Directory>, previous: Option<&Index>) -> Result<Self> {
+        let mut attempt = 0;
+        loop {
+            let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
+                path: dir.path().display().to_string(),
+            })?;
+            let gen = commit.generation;
+            match Self::assemble(dir.clone(), commit, &HashMap::new(), previous) {
+                Err(e) if e.is_not_found() && attempt < OPEN_RETRIES => {
+                    attempt += 1;
+                    // Retry only when a newer commit appeared; otherwise the index is damaged.
+                    if latest_generation(&*dir)? == Some(gen) {
+                        return Err(e);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Builds a view of `commit`: segments are reused from `previous` by name, deletions by
+    /// generation; `live_override` gives in-memory deletions (near-real-time views).
+    pub(crate) fn assemble(
+        dir: Arc<dyn Directory>,
+        commit: CommitPoint,
+        live_override: &HashMap<String, Arc<LiveDocs>>,
+        previous: Option<&Index>,
+    ) -> Result<Self> {
         let schema = Schema::from_value(&commit.schema)?;
+        let mut prev: HashMap<&str, usize> = HashMap::new();
+        if let Some(p) = previous {
+            for (i, s) in p.segments.iter().enumerate() {
+                prev.insert(s.name(), i);
+            }
+        }
+        // Hold the files before opening them, so a writer of this process cannot remove them.
+        let held = HeldFiles::hold(
+            dir.path(),
+            commit.segments.iter().flat_map(|s| s.files()).collect(),
+        );
         let mut segments = Vec::with_capacity(commit.segments.len());
+        let mut live = Vec::with_capacity(commit.segments.len());
+        let mut live_gen = Vec::with_capacity(commit.segments.len());
+        let commit_file = CommitPoint::file_name(commit.generation);
         for s in &commit.segments {
-            let seg = SegmentReader::open(dir.clone(), &s.name, &schema)?;
+            let old = prev.get(s.name.as_str()).and_then(|&i| {
+                let p = previous.expect("previous index");
+                (p.schema == schema).then(|| (p, i))
+            });
+            let seg = match old {
+                Some((p, i)) => p.segments[i].clone(),
+                None => Arc::new(SegmentReader::open(dir.clone(), &s.name, &schema)?),
+            };
             if seg.doc_count() != s.doc_count {
                 return Err(Error::corrupt(
-                    CommitPoint::file_name(commit.generation),
+                    &commit_file,
                     format!(
                         "segment {} has {} docs, commit says {}",
                         s.name,
@@ -97,13 +181,41 @@ impl Index {
                     ),
                 ));
             }
-            segments.push(Arc::new(seg));
+            let (l, g) = if let Some(l) = live_override.get(&s.name) {
+                (Some(l.clone()), None)
+            } else if s.del_gen == 0 {
+                (None, Some(0))
+            } else if let Some((p, i)) = old.filter(|(p, i)| p.live_gen[*i] == Some(s.del_gen)) {
+                (p.live[i].clone(), Some(s.del_gen))
+            } else {
+                let name = LiveDocs::file_name(&s.name, s.del_gen);
+                let bytes = dir.open(&name)?.read_all()?;
+                let l = LiveDocs::decode(&name, &bytes, s.doc_count)?;
+                if l.deleted_count() != s.del_count {
+                    return Err(Error::corrupt(
+                        &commit_file,
+                        format!(
+                            "segment {} has {} deletions, commit says {}",
+                            s.name,
+                            l.deleted_count(),
+                            s.del_count
+                        ),
+                    ));
+                }
+                (Some(Arc::new(l)), Some(s.del_gen))
+            };
+            segments.push(seg);
+            live.push(l.filter(|l| l.deleted_count() > 0));
+            live_gen.push(g);
         }
         Ok(Self {
             dir,
             commit: Arc::new(commit),
             schema,
             segments: Arc::new(segments),
+            live: Arc::new(live),
+            live_gen: Arc::new(live_gen),
+            _held: Arc::new(held),
         })
     }
 
@@ -113,20 +225,32 @@ impl Index {
     pub fn segments(&self) -> &[Arc<SegmentReader>] {
         &self.segments
     }
+    /// Per segment, its live documents when it has deletions (`None`: all live).
+    pub fn live_docs(&self) -> &Arc<Vec<Option<Arc<LiveDocs>>>> {
+        &self.live
+    }
+    pub(crate) fn segments_arc(&self) -> &Arc<Vec<Arc<SegmentReader>>> {
+        &self.segments
+    }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }
+    /// Documents in the segments, deleted ones included (Lucene's `maxDoc`).
     pub fn doc_count(&self) -> u64 {
         self.commit.doc_count()
+    }
+    /// Documents that are not deleted.
+    pub fn live_doc_count(&self) -> u64 {
+        self.segments
+            .iter()
+            .zip(self.live.iter())
+            .map(|(s, l)| u64::from(l.as_ref().map_or(s.doc_count(), |l| l.live_count())))
+            .sum()
     }
     pub fn commit(&self) -> &CommitPoint {
         &self.commit
     }
     pub fn directory(&self) -> &Arc<dyn Directory> {
         &self.dir
-    }
-    /// A searcher over this commit (cheap: shares the open segments).
-    pub fn searcher(&self) -> Searcher {
-        Searcher::new(self.schema.clone(), self.segments.clone())
     }
 }

@@ -114,6 +114,15 @@ impl SegmentBuilder {
                     let _ = write!(self.int_buf, "{i}");
                     fb.add_token(arena, d, &self.int_buf, false);
                 }
+                (FieldValue::Bool(b), _) => {
+                    fb.add_token(arena, d, if *b { "true" } else { "false" }, false)
+                }
+                (FieldValue::Float(x), _) => {
+                    use std::fmt::Write;
+                    self.int_buf.clear();
+                    let _ = write!(self.int_buf, "{x}");
+                    fb.add_token(arena, d, &self.int_buf, false);
+                }
             }
         }
         for (f, fb) in self.fields.iter_mut().enumerate() {

@@ -1,45 +1,37 @@
 //! Building indexes: the [`IndexWriter`] turns documents into immutable segments with one
-//! in-memory segment per thread, commits them atomically and merges them.
+//! in-memory segment per thread, applies deletions and updates, makes them searchable
+//! (near-real-time) or durable (commit), and merges segments.
 mod arena;
 mod builder;
+mod deletes;
 mod merge;
+mod policy;
 mod segment_writer;
 
 pub use merge::merge_segments;
+pub use policy::{MergePolicy, SegmentSize};
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use quarry_store::{open_directory, Directory, DirectoryKind};
+use quarry_store::{open_directory, Directory, FileLock};
 
 use crate::codec::format;
+use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::{CommitPoint, SegmentMeta, SegmentRef};
-use crate::document::Document;
-use crate::index::{latest_commit, SegmentReader};
+use crate::document::{Document, FieldValue};
+use crate::index::{held_files, latest_commit, Index};
+use crate::query::Query;
+use crate::reader::{IndexReader, NrtSlot};
 use crate::schema::Schema;
 use crate::{failpoint, Error, Result};
 use builder::SegmentBuilder;
-
-/// How segments are merged after a commit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MergePolicy {
-    /// Never merge on commit (force_merge still works).
-    None,
-    /// Lucene's log-doc policy: segments fall into levels by `log_factor(doc count)`; when a
-    /// level holds `factor` segments they are merged into one of the next level.
-    Log { factor: usize },
-}
-
-impl Default for MergePolicy {
-    fn default() -> Self {
-        MergePolicy::Log { factor: 10 }
-    }
-}
+use deletes::{DeleteOp, SegState};
 
 /// Settings of an [`IndexWriter`].
 #[derive(Clone, Debug)]
@@ -50,7 +42,7 @@ pub struct WriterOptions {
     /// exceeds its share.
     pub ram_budget_bytes: usize,
     pub merge_policy: MergePolicy,
-    pub directory: DirectoryKind,
+    pub directory: quarry_store::DirectoryKind,
 }
 
 impl Default for WriterOptions {
@@ -61,7 +53,7 @@ impl Default for WriterOptions {
                 .unwrap_or(1),
             ram_budget_bytes: 512 << 20,
             merge_policy: MergePolicy::default(),
-            directory: DirectoryKind::Mmap,
+            directory: quarry_store::DirectoryKind::Mmap,
         }
     }
 }
@@ -70,7 +62,10 @@ impl Default for WriterOptions {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CommitStats {
     pub generation: u64,
+    /// Documents in the committed segments, deleted ones included.
     pub docs: u64,
+    /// Documents not deleted.
+    pub live_docs: u64,
     pub segments: usize,
     pub merges: usize,
     pub seconds: f64,
@@ -130,24 +125,61 @@ enum Workers {
 
 const BATCH: usize = 256;
 
-/// Adds documents to an index and commits them.
+/// Adds, updates and deletes documents, makes them searchable and commits them.
 ///
-/// Documents become visible to newly opened readers only after [`commit`](Self::commit). A
-/// crash at any point leaves the last commit intact: segment files are written and fsynced
-/// first, then a new commit point is written to a temporary file, fsynced, renamed into place
-/// and the directory fsynced.
+/// One writer per index: it holds the directory's `write.lock` for its whole life, and a second
+/// writer (in this or another process) gets [`Error::Locked`].
+///
+/// Changes become visible to readers from [`reader`](Self::reader) after
+/// [`refresh`](Self::refresh) (near-real-time, not durable), and durable and visible to newly
+/// opened readers after [`commit`](Self::commit). A crash at any point leaves the last commit
+/// intact: segment and deletion files are written and fsynced first, then a new commit point is
+/// written to a temporary file, fsynced, renamed into place and the directory fsynced.
+///
+/// Every change returns a sequence number (an "opstamp"): a deletion removes the matching
+/// documents added before it, never those added after it, which makes
+/// [`update_document`](Self::update_document) atomic.
 pub struct IndexWriter {
     shared: Arc<Shared>,
     opts: WriterOptions,
+    /// The last durable commit.
     commit: CommitPoint,
     next_seq: u64,
     workers: Workers,
+    _lock: FileLock,
+    /// The segments of the current state (committed and flushed since), in index order.
+    segs: Vec<SegState>,
+    /// Deletions not yet applied to the segments, with their opstamps.
+    deletes: Vec<(DeleteOp, u64)>,
+    /// The current state opened for reading (segment readers are reused from it).
+    view: Option<Index>,
+    nrt: Option<Arc<NrtSlot>>,
+    /// Files of the newest commit point on disk (kept by clean-up).
+    durable_files: HashSet<String>,
 }
+
+fn acquire_lock(path: &Path) -> Result<FileLock> {
+    FileLock::try_acquire(&path.join(LOCK_FILE))?.ok_or_else(|| Error::Locked {
+        path: path.display().to_string(),
+    })
+}
+
+/// The writer's lock file in the index directory.
+pub const LOCK_FILE: &str = "write.lock";
 
 impl IndexWriter {
     /// Creates a new index in `path` (which may exist but must not hold an index).
     pub fn create(path: &Path, schema: Schema, opts: WriterOptions) -> Result<Self> {
         let dir = open_directory(path, opts.directory)?;
+        Self::create_in(dir, schema, opts)
+    }
+
+    /// Creates a new index in `dir` (any [`Directory`], e.g. a fault-injecting one in tests;
+    /// `opts.directory` is ignored).
+    pub fn create_in(dir: Arc<dyn Directory>, schema: Schema, opts: WriterOptions) -> Result<Self> {
+        let path = dir.path().to_path_buf();
+        let path = path.as_path();
+        let lock = acquire_lock(path)?;
         if latest_commit(&*dir)?.is_some() {
             return Err(Error::InvalidArgument(format!(
                 "{} already holds an index; open it to append, or choose another directory",
@@ -163,43 +195,57 @@ impl IndexWriter {
             next_segment: 0,
             user_data: Default::default(),
         };
-        Ok(Self::with_commit(dir, schema, opts, commit))
+        Self::with_commit(dir, lock, schema, opts, commit, HashSet::new())
     }
 
-    /// Opens the index in `path` to add documents to it.
+    /// Opens the index in `path` to change it.
     pub fn open(path: &Path, opts: WriterOptions) -> Result<Self> {
         let dir = open_directory(path, opts.directory)?;
+        Self::open_in(dir, opts)
+    }
+
+    /// Opens the index in `dir` to change it (`opts.directory` is ignored).
+    pub fn open_in(dir: Arc<dyn Directory>, opts: WriterOptions) -> Result<Self> {
+        let path = dir.path().to_path_buf();
+        let path = path.as_path();
+        let lock = acquire_lock(path)?;
         let commit = latest_commit(&*dir)?.ok_or_else(|| Error::NoIndex {
             path: path.display().to_string(),
         })?;
         let schema = Schema::from_value(&commit.schema)?;
-        Ok(Self::with_commit(dir, schema, opts, commit))
+        let files = commit.files().into_iter().collect();
+        Self::with_commit(dir, lock, schema, opts, commit, files)
     }
 
     /// Starts a new, empty index over whatever `path` holds: the old commit stays readable until
     /// this writer's first commit replaces it.
     pub fn overwrite(path: &Path, schema: Schema, opts: WriterOptions) -> Result<Self> {
         let dir = open_directory(path, opts.directory)?;
-        let mut w = match latest_commit(&*dir) {
-            Ok(Some(old)) => {
-                let mut c = old;
-                c.schema = schema.to_value();
-                c.segments.clear();
-                c.next_seq = 0;
-                Self::with_commit(dir, schema, opts, c)
+        let lock = acquire_lock(path)?;
+        let old = match latest_commit(&*dir) {
+            Ok(Some(old)) => old,
+            _ => {
+                drop(lock);
+                return Self::create(path, schema, opts);
             }
-            _ => return Self::create(path, schema, opts),
         };
-        w.commit.user_data.clear();
-        Ok(w)
+        let files = old.files().into_iter().collect();
+        let mut c = old;
+        c.schema = schema.to_value();
+        c.segments.clear();
+        c.next_seq = 0;
+        c.user_data.clear();
+        Self::with_commit(dir, lock, schema, opts, c, files)
     }
 
     fn with_commit(
         dir: Arc<dyn Directory>,
+        lock: FileLock,
         schema: Schema,
         opts: WriterOptions,
         commit: CommitPoint,
-    ) -> Self {
+        durable_files: HashSet<String>,
+    ) -> Result<Self> {
         let threads = opts.threads.max(1);
         let shared = Arc::new(Shared {
             dir,
@@ -220,7 +266,9 @@ impl IndexWriter {
                 let h = std::thread::Builder::new()
                     .name(format!("quarry-index-{i}"))
                     .spawn(move || worker(sh, rx))
-                    .expect("spawn indexing thread");
+                    .map_err(|e| {
+                        Error::WriterPoisoned(format!("could not start an indexing thread: {e}"))
+                    })?;
                 senders.push(tx);
                 handles.push(h);
             }
@@ -232,17 +280,42 @@ impl IndexWriter {
             }
         };
         let next_seq = commit.next_seq;
-        Self {
+        let segs = commit.segments.iter().cloned().map(SegState::new).collect();
+        let mut w = Self {
             shared,
             opts,
             commit,
             next_seq,
             workers,
+            _lock: lock,
+            segs,
+            deletes: Vec::new(),
+            view: None,
+            nrt: None,
+            durable_files,
+        };
+        // Files no commit references (a crashed or failed earlier run) are removed now.
+        if let Err(e) = w.delete_unreferenced() {
+            eprintln!("quarry: warning: could not remove unreferenced files: {e}");
         }
+        if !w.segs.is_empty() {
+            let view = w.assemble()?;
+            // The committed deletions become the writer's starting live documents.
+            for (s, l) in w.segs.iter_mut().zip(view.live_docs().iter()) {
+                s.live = l.clone();
+            }
+            w.view = Some(view);
+        }
+        Ok(w)
     }
 
     pub fn schema(&self) -> &Schema {
         &self.shared.schema
+    }
+
+    /// The directory the writer writes to.
+    pub fn path(&self) -> PathBuf {
+        self.shared.dir.path().to_path_buf()
     }
 
     /// Sets application data stored with the next commit.
@@ -252,6 +325,11 @@ impl IndexWriter {
             .insert(key.to_string(), value.to_string());
     }
 
+    /// The application data of the last commit (and of the next one, with changes made).
+    pub fn user_data(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.commit.user_data
+    }
+
     fn check_failure(&self) -> Result<()> {
         match &*self.shared.failure.lock().expect("failure slot") {
             Some(f) => Err(Error::WriterPoisoned(f.clone())),
@@ -259,8 +337,9 @@ impl IndexWriter {
         }
     }
 
-    /// Adds one document (visible after the next commit).
-    pub fn add_document(&mut self, doc: Document) -> Result<()> {
+    /// Adds one document; returns its sequence number (its place in index order).
+    pub fn add_document(&mut self, doc: Document) -> Result<u64> {
+        self.check_failure()?;
         let seq = self.next_seq;
         self.next_seq += 1;
         match &mut self.workers {
@@ -290,7 +369,61 @@ impl IndexWriter {
                 }
             }
         }
-        Ok(())
+        Ok(seq)
+    }
+
+    /// The exact term a delete or update of `field` = `value` looks for.
+    fn key_query(&self, field: &str, value: &FieldValue) -> Result<Query> {
+        let schema = &self.shared.schema;
+        if schema.field_id(field).is_none() {
+            return Err(Error::unknown_field(schema, field));
+        }
+        let term = match value {
+            FieldValue::Str(s) => s.clone(),
+            FieldValue::Int(i) => i.to_string(),
+            FieldValue::Bool(b) => b.to_string(),
+            // The same text the builder indexes for a float field.
+            FieldValue::Float(x) => x.to_string(),
+        };
+        Ok(Query::Term {
+            field: field.to_string(),
+            term,
+        })
+    }
+
+    /// Deletes every document added so far whose `field` holds exactly the term `value` (a
+    /// keyword, an integer, or one already-analyzed token of a text field). Returns the opstamp.
+    pub fn delete_term(&mut self, field: &str, value: &FieldValue) -> Result<u64> {
+        let q = self.key_query(field, value)?;
+        self.delete_query(&q)
+    }
+
+    /// Deletes every document added so far that matches `query`. Returns the opstamp.
+    pub fn delete_query(&mut self, query: &Query) -> Result<u64> {
+        self.check_failure()?;
+        let stamp = self.next_seq;
+        self.deletes.push((DeleteOp::Query(query.clone()), stamp));
+        Ok(stamp)
+    }
+
+    /// Replaces the documents whose `key_field` is `key` by `doc`, atomically: a reader sees the
+    /// old or the new version, never both or neither. Returns the new document's sequence.
+    pub fn update_document(
+        &mut self,
+        key_field: &str,
+        key: &FieldValue,
+        doc: Document,
+    ) -> Result<u64> {
+        self.delete_term(key_field, key)?;
+        self.add_document(doc)
+    }
+
+    /// Deletes every document added so far. Returns the opstamp.
+    pub fn delete_all(&mut self) -> Result<u64> {
+        self.check_failure()?;
+        let stamp = self.next_seq;
+        self.deletes.push((DeleteOp::All, stamp));
+        Ok(stamp)
     }
 
     /// Writes every in-memory segment to disk (not yet committed).
@@ -331,41 +464,139 @@ impl IndexWriter {
         self.check_failure()
     }
 
-    /// Makes every added document durable and visible to readers opened afterwards, then merges
-    /// segments as the merge policy says (each merge is committed the same way).
-    pub fn commit(&mut self) -> Result<CommitStats> {
-        let start = Instant::now();
+    /// Flushes in-memory segments, appends them to the current segments and applies pending
+    /// deletions; then opens the new state for reading.
+    fn flush_and_apply(&mut self) -> Result<()> {
         self.flush_all()?;
         let mut flushed: Vec<SegmentMeta> =
             std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
-        flushed.sort_by(|a, b| {
-            a.seq_runs
-                .first()
-                .map(|r| r.1)
-                .cmp(&b.seq_runs.first().map(|r| r.1))
-        });
-        let mut segments = self.commit.segments.clone();
-        segments.extend(flushed.iter().map(|m| SegmentRef {
-            name: m.name.clone(),
-            doc_count: m.doc_count,
-            del_gen: 0,
+        flushed.sort_by_key(|m| m.seq_runs.first().map(|r| r.1));
+        self.segs.extend(flushed.iter().map(|m| {
+            SegState::new(SegmentRef {
+                name: m.name.clone(),
+                doc_count: m.doc_count,
+                del_gen: 0,
+                del_count: 0,
+            })
         }));
-        self.publish(segments)?;
-        let merges = self.maybe_merge()?;
-        Ok(CommitStats {
+        let view = self.assemble()?;
+        if !self.deletes.is_empty() {
+            let ops = std::mem::take(&mut self.deletes);
+            deletes::apply(&view, &mut self.segs, &ops)?;
+            // Segments left without a live document are dropped.
+            self.segs.retain(|s| s.live_count() > 0);
+            self.view = Some(self.assemble()?);
+        } else {
+            self.view = Some(view);
+        }
+        Ok(())
+    }
+
+    /// The current state as a point-in-time view (reusing the open segments).
+    fn assemble(&self) -> Result<Index> {
+        let mut c = self.commit.clone();
+        c.segments = self.segs.iter().map(|s| s.r.clone()).collect();
+        c.next_seq = self.next_seq;
+        let live: HashMap<String, Arc<LiveDocs>> = self
+            .segs
+            .iter()
+            .filter_map(|s| s.live.clone().map(|l| (s.r.name.clone(), l)))
+            .collect();
+        Index::assemble(self.shared.dir.clone(), c, &live, self.view.as_ref())
+    }
+
+    /// Makes every change so far searchable through readers from [`reader`](Self::reader),
+    /// without making it durable: in-memory segments are written (no commit point) and
+    /// deletions applied in memory.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.flush_and_apply()?;
+        if let (Some(slot), Some(view)) = (&self.nrt, &self.view) {
+            slot.publish(view.clone());
+        }
+        Ok(())
+    }
+
+    /// A near-real-time reader: it sees every change up to now and, after each
+    /// [`refresh`](Self::refresh) or [`commit`](Self::commit), the newer changes.
+    pub fn reader(&mut self) -> Result<IndexReader> {
+        self.refresh()?;
+        let view = match &self.view {
+            Some(v) => v.clone(),
+            None => {
+                let v = self.assemble()?;
+                self.view = Some(v.clone());
+                v
+            }
+        };
+        let slot = self
+            .nrt
+            .get_or_insert_with(|| Arc::new(NrtSlot::new(view)))
+            .clone();
+        Ok(IndexReader::for_writer(self.shared.dir.clone(), slot))
+    }
+
+    /// Makes every change durable and visible to readers opened afterwards, then merges
+    /// segments as the merge policy says (each merge is committed the same way). A merge that
+    /// fails after the commit is reported as [`Error::MergeFailed`]: the commit stands.
+    pub fn commit(&mut self) -> Result<CommitStats> {
+        let start = Instant::now();
+        self.commit_only()?;
+        let generation = self.commit.generation;
+        let merges = self.maybe_merge().map_err(|e| Error::MergeFailed {
+            generation,
+            source: Box::new(e),
+        })?;
+        Ok(self.stats(merges, start))
+    }
+
+    fn stats(&self, merges: usize, start: Instant) -> CommitStats {
+        CommitStats {
             generation: self.commit.generation,
             docs: self.commit.doc_count(),
+            live_docs: self.commit.live_doc_count(),
             segments: self.commit.segments.len(),
             merges,
             seconds: start.elapsed().as_secs_f64(),
-        })
+        }
     }
 
-    /// Writes a new commit point listing `segments`, then deletes files no commit needs.
+    /// Flushes, applies deletions, writes changed deletion files and publishes a commit point.
+    fn commit_only(&mut self) -> Result<()> {
+        self.flush_and_apply()?;
+        let dir = &*self.shared.dir;
+        for s in self.segs.iter_mut().filter(|s| s.dirty) {
+            let live = s.live.as_ref().expect("dirty segments have deletions");
+            let gen = s.r.del_gen + 1;
+            let name = LiveDocs::file_name(&s.r.name, gen);
+            let mut w = dir.create(&name)?;
+            std::io::Write::write_all(&mut w, &live.encode()).map_err(|e| {
+                quarry_store::StoreError::Io {
+                    op: "write",
+                    path: dir.path().join(&name),
+                    source: e,
+                }
+            })?;
+            w.finish()?;
+            s.r.del_gen = gen;
+            s.r.del_count = live.deleted_count();
+            s.dirty = false;
+        }
+        let refs = self.segs.iter().map(|s| s.r.clone()).collect();
+        // The new view first, so the old one releases superseded deletion files for clean-up.
+        self.view = Some(self.assemble()?);
+        self.publish(refs)?;
+        if let (Some(slot), Some(view)) = (&self.nrt, &self.view) {
+            slot.publish(view.clone());
+        }
+        Ok(())
+    }
+
+    /// Writes a new commit point listing `segments`, then deletes files nothing references.
     fn publish(&mut self, segments: Vec<SegmentRef>) -> Result<()> {
         let dir = &*self.shared.dir;
         let mut next = self.commit.clone();
         next.generation += 1;
+        next.format_version = format::VERSION;
         next.segments = segments;
         next.next_seq = self.next_seq;
         next.next_segment = self.shared.next_segment.load(Ordering::SeqCst);
@@ -373,6 +604,7 @@ impl IndexWriter {
         failpoint::hit("commit-before-publish");
         dir.atomic_write(&CommitPoint::file_name(next.generation), &next.encode())?;
         failpoint::hit("commit-after-publish");
+        self.durable_files = next.files().into_iter().collect();
         self.commit = next;
         // The commit is durable now: failing to delete stale files must not report it failed.
         if let Err(e) = self.delete_unreferenced() {
@@ -381,127 +613,139 @@ impl IndexWriter {
         Ok(())
     }
 
-    /// Removes files of earlier commits and of segments no longer referenced (best effort:
-    /// readers that still have them open keep their mappings).
+    /// Removes the index files that nothing references: not the newest commit on disk, not the
+    /// writer's current segments and deletions, not a file an open reader of this process
+    /// holds. Readers in other processes keep the files they have open (POSIX unlink), and
+    /// opening retries with the newest commit when a file vanishes.
     fn delete_unreferenced(&self) -> Result<()> {
         let dir = &*self.shared.dir;
-        let live: HashSet<&str> = self
-            .commit
-            .segments
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
-        let pending: HashSet<String> = self
-            .shared
-            .flushed
-            .lock()
-            .expect("flushed list")
-            .iter()
-            .map(|m| m.name.clone())
-            .collect();
-        let current = CommitPoint::file_name(self.commit.generation);
+        let mut keep: HashSet<String> = self.durable_files.clone();
+        for s in &self.segs {
+            keep.extend(s.r.files());
+        }
+        for m in self.shared.flushed.lock().expect("flushed list").iter() {
+            keep.extend(
+                SegmentRef {
+                    name: m.name.clone(),
+                    doc_count: m.doc_count,
+                    del_gen: 0,
+                    del_count: 0,
+                }
+                .files(),
+            );
+        }
+        keep.extend(held_files(dir.path()));
         for name in dir.list()? {
-            let doomed = if CommitPoint::parse_name(&name).is_some() {
-                name != current
-            } else if let Some((seg, ext)) = name.split_once('.') {
-                let ours =
-                    format::SEGMENT_FILES.iter().any(|(e, _)| *e == ext) && seg.starts_with('s');
-                ours && !live.contains(seg) && !pending.contains(seg)
-            } else {
-                false
-            };
-            if doomed || (name.ends_with(".tmp") && name.starts_with("commit_")) {
+            if deletes::is_index_file(&name) && !keep.contains(&name) {
                 let _ = dir.delete(&name);
             }
         }
         Ok(())
     }
 
-    fn open_segments(&self, names: &[SegmentRef]) -> Result<Vec<Arc<SegmentReader>>> {
-        names
+    /// The sizes the merge policy sees.
+    fn sizes(&self) -> Vec<SegmentSize> {
+        let view = self.view.as_ref();
+        self.segs
             .iter()
-            .map(|s| {
-                SegmentReader::open(self.shared.dir.clone(), &s.name, &self.shared.schema)
-                    .map(Arc::new)
+            .enumerate()
+            .map(|(i, s)| SegmentSize {
+                docs: s.r.doc_count,
+                deleted: s.live.as_ref().map_or(0, |l| l.deleted_count()),
+                bytes: view
+                    .and_then(|v| v.segments().get(i))
+                    .map_or(u64::from(s.r.doc_count), |r| {
+                        r.meta().files.values().map(|f| f.len).sum()
+                    }),
             })
             .collect()
     }
 
-    /// Merges `picked` (indexes into the committed segments) into one and commits.
+    /// Merges `picked` (indexes into the current segments, which are all committed) into one
+    /// and commits.
     fn merge_and_publish(&mut self, picked: &[usize]) -> Result<()> {
-        let refs: Vec<SegmentRef> = picked
-            .iter()
-            .map(|&i| self.commit.segments[i].clone())
-            .collect();
-        let readers = self.open_segments(&refs)?;
+        let view = match &self.view {
+            Some(v) => v.clone(),
+            None => self.assemble()?,
+        };
+        let readers: Vec<_> = picked.iter().map(|&i| view.segments()[i].clone()).collect();
+        let live: Vec<_> = picked.iter().map(|&i| self.segs[i].live.clone()).collect();
         let name = self.shared.segment_name();
-        let meta = merge_segments(&*self.shared.dir, &self.shared.schema, &readers, &name)?;
+        let result = merge_segments(
+            &*self.shared.dir,
+            &self.shared.schema,
+            &readers,
+            &live,
+            &name,
+        );
+        let meta = match result {
+            Ok(m) => m,
+            Err(e) => {
+                // Remove the partial files of the failed merge (best effort).
+                let _ = self.delete_unreferenced();
+                return Err(e);
+            }
+        };
         drop(readers);
-        let mut segments: Vec<SegmentRef> = self
-            .commit
-            .segments
-            .iter()
+        let pos = picked.iter().copied().min().unwrap_or(0);
+        let mut segs: Vec<SegState> = std::mem::take(&mut self.segs)
+            .into_iter()
             .enumerate()
             .filter(|(i, _)| !picked.contains(i))
-            .map(|(_, s)| s.clone())
+            .map(|(_, s)| s)
             .collect();
-        let pos = picked
-            .iter()
-            .copied()
-            .min()
-            .unwrap_or(0)
-            .min(segments.len());
-        segments.insert(
-            pos,
-            SegmentRef {
-                name: meta.name.clone(),
-                doc_count: meta.doc_count,
-                del_gen: 0,
-            },
-        );
-        self.publish(segments)
+        if meta.doc_count > 0 {
+            segs.insert(
+                pos.min(segs.len()),
+                SegState::new(SegmentRef {
+                    name: meta.name.clone(),
+                    doc_count: meta.doc_count,
+                    del_gen: 0,
+                    del_count: 0,
+                }),
+            );
+        }
+        self.segs = segs;
+        let refs = self.segs.iter().map(|s| s.r.clone()).collect();
+        self.view = Some(self.assemble()?);
+        self.publish(refs)?;
+        if let (Some(slot), Some(view)) = (&self.nrt, &self.view) {
+            slot.publish(view.clone());
+        }
+        Ok(())
     }
 
-    fn maybe_merge(&mut self) -> Result<usize> {
-        let MergePolicy::Log { factor } = self.opts.merge_policy else {
-            return Ok(0);
-        };
-        let factor = factor.max(2);
+    /// Runs the merges the policy asks for (each committed); returns how many ran.
+    pub fn maybe_merge(&mut self) -> Result<usize> {
         let mut merges = 0;
-        loop {
-            let level =
-                |docs: u32| ((docs.max(1) as f64).ln() / (factor as f64).ln()).floor() as i64;
-            let mut by_level: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
-            for (i, s) in self.commit.segments.iter().enumerate() {
-                by_level.entry(level(s.doc_count)).or_default().push(i);
-            }
-            let Some(group) = by_level.values().find(|g| g.len() >= factor) else {
-                return Ok(merges);
-            };
-            let picked: Vec<usize> = group[..factor].to_vec();
+        while let Some(picked) = self.opts.merge_policy.find_merge(&self.sizes()) {
             self.merge_and_publish(&picked)?;
             merges += 1;
         }
+        Ok(merges)
     }
 
-    /// Commits, then merges until at most `max_segments` segments remain (smallest first).
+    /// Commits, then merges until at most `max_segments` segments remain (smallest first) and
+    /// no segment keeps deleted documents.
     pub fn force_merge(&mut self, max_segments: usize) -> Result<CommitStats> {
         let start = Instant::now();
-        let mut stats = self.commit()?;
+        self.commit_only()?;
         let max_segments = max_segments.max(1);
-        while self.commit.segments.len() > max_segments {
-            let mut order: Vec<usize> = (0..self.commit.segments.len()).collect();
-            order.sort_by_key(|&i| self.commit.segments[i].doc_count);
-            let n = self.commit.segments.len() - max_segments + 1;
+        let mut merges = 0;
+        while self.segs.len() > max_segments {
+            let mut order: Vec<usize> = (0..self.segs.len()).collect();
+            order.sort_by_key(|&i| self.segs[i].live_count());
+            let n = self.segs.len() - max_segments + 1;
             let mut picked: Vec<usize> = order[..n].to_vec();
             picked.sort_unstable();
             self.merge_and_publish(&picked)?;
-            stats.merges += 1;
+            merges += 1;
         }
-        stats.generation = self.commit.generation;
-        stats.segments = self.commit.segments.len();
-        stats.seconds = start.elapsed().as_secs_f64();
-        Ok(stats)
+        while let Some(i) = self.segs.iter().position(|s| s.live.is_some()) {
+            self.merge_and_publish(&[i])?;
+            merges += 1;
+        }
+        Ok(self.stats(merges, start))
     }
 
     /// Flushes, commits and stops the indexing threads.
@@ -521,6 +765,23 @@ impl Drop for IndexWriter {
                 let _ = h.join();
             }
         }
+        // Uncommitted changes are dropped with the writer: remove their files (segments flushed
+        // but never committed, e.g. by a failed run), unless a reader still holds them.
+        self.segs = self
+            .commit
+            .segments
+            .iter()
+            .cloned()
+            .map(SegState::new)
+            .collect();
+        self.shared
+            .flushed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.view = None;
+        self.nrt = None;
+        let _ = self.delete_unreferenced();
     }
 }
 

@@ -7,4 +7,5 @@ pub mod parser;
 pub use ast::{Clause, Occur, Query};
 pub use parser::{
     FieldAnalysis, Operator, ParseError, ParseErrorKind, QueryParser, SimpleAnalysis,
+    StandardAnalysis,
 };

@@ -1,6 +1,115 @@
-//! Top-k collection: the k best (score, index order) hits, best first.
+//! Where do hits go? The one place where a segment's matches are filtered by live documents,
+//! counted and offered to the top-k heap (the k best (score, index order) hits, best first).
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+
+use crate::codec::livedocs::LiveDocs;
+use crate::index::SegmentReader;
+
+/// Which documents of a segment count: all of them ([`AllLive`], free: the checks compile
+/// away), or those set in a [`LiveDocs`] bitset.
+pub trait LiveFilter: Copy {
+    fn is_live(self, doc: u32) -> bool;
+    /// The live bits of documents `[64 i, 64 i + 64)`.
+    fn word(self, i: usize) -> u64;
+}
+
+/// Every document is live (a segment without deletions).
+#[derive(Clone, Copy, Debug)]
+pub struct AllLive;
+
+impl LiveFilter for AllLive {
+    #[inline(always)]
+    fn is_live(self, _doc: u32) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn word(self, _i: usize) -> u64 {
+        !0
+    }
+}
+
+impl LiveFilter for &LiveDocs {
+    #[inline(always)]
+    fn is_live(self, doc: u32) -> bool {
+        LiveDocs::is_live(self, doc)
+    }
+    #[inline(always)]
+    fn word(self, i: usize) -> u64 {
+        LiveDocs::word(self, i)
+    }
+}
+
+/// Collects the hits of one segment: scoring loops ask it whether a document is live, then
+/// hand it the document and score; it counts and offers to the shared [`TopK`].
+pub struct LeafCollector<'a, L: LiveFilter> {
+    top: &'a mut TopK,
+    seg: &'a SegmentReader,
+    ord: u32,
+    live: L,
+    count: u64,
+}
+
+impl<'a, L: LiveFilter> LeafCollector<'a, L> {
+    pub fn new(top: &'a mut TopK, seg: &'a SegmentReader, ord: u32, live: L) -> Self {
+        Self {
+            top,
+            seg,
+            ord,
+            live,
+            count: 0,
+        }
+    }
+
+    #[inline(always)]
+    pub fn is_live(&self, doc: u32) -> bool {
+        self.live.is_live(doc)
+    }
+
+    /// The live bits of documents `[64 i, 64 i + 64)`.
+    #[inline(always)]
+    pub fn live_word(&self, i: usize) -> u64 {
+        self.live.word(i)
+    }
+
+    /// Counts a live match that is not offered (count-only modes, or pruned by its bound).
+    #[inline(always)]
+    pub fn count(&mut self, n: u64) {
+        self.count += n;
+    }
+
+    /// Counts a live match and offers it to the top k.
+    #[inline(always)]
+    pub fn collect(&mut self, doc: u32, score: f32) {
+        self.count += 1;
+        self.offer(doc, score);
+    }
+
+    /// Offers a live match to the top k without counting it.
+    #[inline(always)]
+    pub fn offer(&mut self, doc: u32, score: f32) {
+        let seg = self.seg;
+        self.top.offer(
+            score,
+            DocAddress {
+                segment: self.ord,
+                doc,
+            },
+            || seg.seq(doc),
+        );
+    }
+
+    /// The score a new hit must reach to possibly enter the top k (when full).
+    #[inline(always)]
+    pub fn threshold(&self) -> Option<f32> {
+        self.top.threshold()
+    }
+
+    /// Live matches counted so far.
+    pub fn counted(&self) -> u64 {
+        self.count
+    }
+}
 
 /// A document of the searcher: segment ordinal and doc id inside the segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

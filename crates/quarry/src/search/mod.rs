@@ -12,10 +12,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub use bm25::{Bm25, FieldStats};
-pub use collector::{DocAddress, Hit, TopK};
+pub use collector::{AllLive, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
 use scorer::{Scorer, TERMINATED};
 use weight::{Context, Weight};
 
+use crate::codec::livedocs::LiveDocs;
 use crate::index::SegmentReader;
 use crate::query::{FieldAnalysis, Operator, Query, QueryParser};
 use crate::schema::{FieldType, Schema};
@@ -57,11 +58,13 @@ pub struct SearchResult {
     pub top: Vec<Hit>,
 }
 
-/// Searches a fixed set of segments (one commit).
+/// Searches a fixed set of segments (one commit or near-real-time view) with their deletions.
 #[derive(Clone)]
 pub struct Searcher {
     schema: Schema,
     segments: Arc<Vec<Arc<SegmentReader>>>,
+    /// Per segment, its live documents when it has deletions.
+    live: Arc<Vec<Option<Arc<LiveDocs>>>>,
     stats: Arc<Vec<FieldStats>>,
     norm_caches: Arc<Vec<Arc<[f32; 256]>>>,
     bm25: Bm25,
@@ -101,7 +104,19 @@ impl FieldAnalysis for SchemaAnalysis {
 }
 
 impl Searcher {
+    /// A searcher over segments without deletions.
     pub fn new(schema: Schema, segments: Arc<Vec<Arc<SegmentReader>>>) -> Self {
+        let live = Arc::new(vec![None; segments.len()]);
+        Self::with_live_docs(schema, segments, live)
+    }
+
+    /// A searcher over segments and their live documents (`None`: no deletions). BM25
+    /// statistics include deleted documents until merges drop them, as in Lucene.
+    pub fn with_live_docs(
+        schema: Schema,
+        segments: Arc<Vec<Arc<SegmentReader>>>,
+        live: Arc<Vec<Option<Arc<LiveDocs>>>>,
+    ) -> Self {
         let mut stats = vec![FieldStats::default(); schema.fields().len()];
         for seg in segments.iter() {
             for (s, fm) in stats.iter_mut().zip(&seg.meta().fields) {
@@ -114,6 +129,7 @@ impl Searcher {
         Self {
             schema,
             segments,
+            live,
             stats: Arc::new(stats),
             norm_caches,
             bm25,
@@ -133,6 +149,18 @@ impl Searcher {
     pub fn segments(&self) -> &[Arc<SegmentReader>] {
         &self.segments
     }
+    /// Per segment, its live documents when it has deletions.
+    pub fn live_docs(&self) -> &[Option<Arc<LiveDocs>>] {
+        &self.live
+    }
+    /// Documents that are not deleted.
+    pub fn live_doc_count(&self) -> u64 {
+        self.segments
+            .iter()
+            .zip(self.live.iter())
+            .map(|(s, l)| u64::from(l.as_ref().map_or(s.doc_count(), |l| l.live_count())))
+            .sum()
+    }
     pub fn field_stats(&self, field: &str) -> Option<FieldStats> {
         self.schema.field_id(field).map(|f| self.stats[f as usize])
     }
@@ -150,7 +178,7 @@ impl Searcher {
         };
         for f in &fields {
             if self.schema.field_id(f).is_none() {
-                return Err(Error::Query(format!("unknown default field {f:?}")));
+                return Err(Error::unknown_field(&self.schema, f));
             }
         }
         if fields.is_empty() {
@@ -169,10 +197,11 @@ impl Searcher {
     pub fn parse_query(&self, query: &str, default_fields: &[&str]) -> Result<Query> {
         self.query_parser(default_fields)?
             .parse(query)
-            .map_err(|e| Error::Query(e.to_string()))
+            .map_err(Error::Parse)
     }
 
-    /// Runs `query`: the best `k` hits and the hit count, as `mode` asks.
+    /// Runs `query`: the best `k` hits and the hit count, as `mode` asks. Deleted documents are
+    /// neither counted nor returned.
     pub fn search(&self, query: &Query, k: usize, mode: SearchMode) -> Result<SearchResult> {
         let ctx = Context {
             schema: &self.schema,
@@ -187,54 +216,63 @@ impl Searcher {
         let mut exact = true;
         let union = weight.term_union();
         for (ord, seg) in self.segments.iter().enumerate() {
-            if mode == SearchMode::Count {
-                if let Some(n) = weight.fast_count(seg, ord)? {
-                    total += n;
-                    continue;
-                }
-            }
-            if let Some(terms) = &union {
-                let mut scorers = Vec::with_capacity(terms.len());
-                for w in terms {
-                    if let Some(s) = w.term_scorer(seg, ord)? {
-                        scorers.push(s);
+            let (n, skipped) = match self.live.get(ord).and_then(|l| l.as_deref()) {
+                None => {
+                    if mode == SearchMode::Count {
+                        if let Some(n) = weight.fast_count(seg, ord)? {
+                            total += n;
+                            continue;
+                        }
                     }
+                    let c = LeafCollector::new(&mut top, seg, ord as u32, AllLive);
+                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)?
                 }
-                let (n, skipped) = match (scorers.as_mut_slice(), mode) {
-                    // One term: the generic loop, monomorphized for the term scorer.
-                    ([t], _) => collect_segment(t, seg, ord as u32, &mut top, mode),
-                    (_, SearchMode::Top) => union::top_k(&mut scorers, seg, ord as u32, &mut top),
-                    (_, SearchMode::TopCount) => (
-                        union::exhaustive(&mut scorers, seg, ord as u32, &mut top, true),
-                        false,
-                    ),
-                    (_, SearchMode::Count) => (
-                        union::exhaustive(&mut scorers, seg, ord as u32, &mut top, false),
-                        false,
-                    ),
-                };
-                if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
-                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                Some(live) => {
+                    let c = LeafCollector::new(&mut top, seg, ord as u32, live);
+                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)?
                 }
-                total += n;
-                exact &= !skipped;
-                continue;
-            }
-            let Some(mut s) = weight.scorer(seg, ord)? else {
-                continue;
             };
-            let (n, skipped) = collect_segment(&mut *s, seg, ord as u32, &mut top, mode);
             total += n;
             exact &= !skipped;
-            if let Some(why) = s.corruption() {
-                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
-            }
         }
         Ok(SearchResult {
             total_hits: total,
             hits_exact: exact,
             top: top.into_sorted(),
         })
+    }
+
+    /// The live documents of every segment matching `query`, by segment ordinal (what a delete
+    /// by query removes). Nothing is scored.
+    pub fn matching_docs(&self, query: &Query) -> Result<Vec<Vec<u32>>> {
+        let ctx = Context {
+            schema: &self.schema,
+            segments: &self.segments,
+            stats: &self.stats,
+            norm_caches: &self.norm_caches,
+            bm25: self.bm25,
+        };
+        let weight = Weight::build(query, &ctx, 1.0)?;
+        let mut out = Vec::with_capacity(self.segments.len());
+        for (ord, seg) in self.segments.iter().enumerate() {
+            let live = self.live.get(ord).and_then(|l| l.as_deref());
+            let mut docs = Vec::new();
+            if let Some(mut s) = weight.scorer(seg, ord)? {
+                let two_phase = s.is_two_phase();
+                let mut d = s.doc();
+                while d != TERMINATED {
+                    if live.map_or(true, |l| l.is_live(d)) && (!two_phase || s.matches()) {
+                        docs.push(d);
+                    }
+                    d = s.next();
+                }
+                if let Some(why) = s.corruption() {
+                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                }
+            }
+            out.push(docs);
+        }
+        Ok(out)
     }
 
     /// The stored fields of a hit.
@@ -246,33 +284,74 @@ impl Searcher {
     }
 }
 
-/// Scores one segment into `top`; returns (matches counted, whether documents were skipped).
-fn collect_segment<S: Scorer + ?Sized>(
-    s: &mut S,
+/// Searches one segment into `c`; returns (live matches counted, whether documents were
+/// skipped). Monomorphized per live-documents filter, so segments without deletions pay nothing.
+fn search_segment<L: LiveFilter>(
+    weight: &Weight,
+    union: Option<&[&Weight]>,
     seg: &SegmentReader,
-    ord: u32,
-    top: &mut TopK,
+    ord: usize,
+    mut c: LeafCollector<'_, L>,
     mode: SearchMode,
-) -> (u64, bool) {
+) -> Result<(u64, bool)> {
+    if let Some(terms) = union {
+        let mut scorers = Vec::with_capacity(terms.len());
+        for w in terms {
+            if let Some(s) = w.term_scorer(seg, ord)? {
+                scorers.push(s);
+            }
+        }
+        let skipped = match (scorers.as_mut_slice(), mode) {
+            // One term: the generic loop, monomorphized for the term scorer.
+            ([t], _) => collect_segment(t, &mut c, mode),
+            (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),
+            (_, SearchMode::TopCount) => {
+                union::exhaustive(&mut scorers, &mut c, true);
+                false
+            }
+            (_, SearchMode::Count) => {
+                union::exhaustive(&mut scorers, &mut c, false);
+                false
+            }
+        };
+        if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
+            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        }
+        return Ok((c.counted(), skipped));
+    }
+    let Some(mut s) = weight.scorer(seg, ord)? else {
+        return Ok((0, false));
+    };
+    let skipped = collect_segment(&mut *s, &mut c, mode);
+    if let Some(why) = s.corruption() {
+        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+    }
+    Ok((c.counted(), skipped))
+}
+
+/// Scores one segment into the collector; returns whether documents were skipped.
+fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
+    s: &mut S,
+    c: &mut LeafCollector<'_, L>,
+    mode: SearchMode,
+) -> bool {
     let two_phase = s.is_two_phase();
-    let mut count = 0u64;
     let mut skipped = false;
     let mut doc = s.doc();
     match mode {
         SearchMode::Count => {
             while doc != TERMINATED {
-                if !two_phase || s.matches() {
-                    count += 1;
+                if c.is_live(doc) && (!two_phase || s.matches()) {
+                    c.count(1);
                 }
                 doc = s.next();
             }
         }
         SearchMode::TopCount => {
             while doc != TERMINATED {
-                if !two_phase || s.matches() {
-                    count += 1;
+                if c.is_live(doc) && (!two_phase || s.matches()) {
                     let score = s.score();
-                    top.offer(score, DocAddress { segment: ord, doc }, || seg.seq(doc));
+                    c.collect(doc, score);
                 }
                 doc = s.next();
             }
@@ -282,7 +361,7 @@ fn collect_segment<S: Scorer + ?Sized>(
             // kept score is passed over using the skip tables only (no block is decoded).
             let mut target = doc;
             while target != TERMINATED {
-                if let Some(threshold) = top.threshold() {
+                if let Some(threshold) = c.threshold() {
                     let (end, max) = s.block_max(target);
                     if max < threshold {
                         skipped = true;
@@ -299,18 +378,10 @@ fn collect_segment<S: Scorer + ?Sized>(
                         s.doc()
                     };
                     while d != TERMINATED && d <= end {
-                        if !two_phase || s.matches() {
-                            count += 1;
+                        if c.is_live(d) && (!two_phase || s.matches()) {
                             let score = s.score();
-                            top.offer(
-                                score,
-                                DocAddress {
-                                    segment: ord,
-                                    doc: d,
-                                },
-                                || seg.seq(d),
-                            );
-                            if top.threshold().is_some_and(|t| max < t) {
+                            c.collect(d, score);
+                            if c.threshold().is_some_and(|t| max < t) {
                                 break;
                             }
                         }
@@ -331,22 +402,14 @@ fn collect_segment<S: Scorer + ?Sized>(
                     if d == TERMINATED {
                         break;
                     }
-                    if !two_phase || s.matches() {
-                        count += 1;
+                    if c.is_live(d) && (!two_phase || s.matches()) {
                         let score = s.score();
-                        top.offer(
-                            score,
-                            DocAddress {
-                                segment: ord,
-                                doc: d,
-                            },
-                            || seg.seq(d),
-                        );
+                        c.collect(d, score);
                     }
                     target = s.next();
                 }
             }
         }
     }
-    (count, skipped)
+    skipped
 }

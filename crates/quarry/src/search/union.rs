@@ -7,25 +7,18 @@
 //!   without decoding it.
 //! - `TopCount` and `Count`: exhaustive, in windows of 2048 documents with a score accumulator
 //!   per document (as Lucene's BooleanScorer), so each term's postings are read sequentially.
-use super::collector::{DocAddress, TopK};
+use super::collector::{LeafCollector, LiveFilter};
 use super::scorer::{Scorer, TermScorer, TERMINATED};
-use crate::index::SegmentReader;
 
 /// Upper bounds are inflated by this factor so float rounding never prunes a document whose
 /// true score equals the threshold.
 const SLACK: f64 = 1.0 + 1e-6;
 const WINDOW: u32 = 2048;
 
-/// Scores a union of term scorers on one segment into `top`; returns (hits counted, whether some
-/// documents were skipped so the count is a lower bound).
-pub fn top_k(
-    terms: &mut [TermScorer],
-    seg: &SegmentReader,
-    ord: u32,
-    top: &mut TopK,
-) -> (u64, bool) {
+/// Scores a union of term scorers on one segment into `top`; returns whether some documents were
+/// skipped so the count is a lower bound.
+pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_, L>) -> bool {
     let n = terms.len();
-    let mut count = 0u64;
     let mut skipped = false;
     let mut wmax = vec![0f64; n];
     let mut order: Vec<usize> = (0..n).collect();
@@ -84,6 +77,14 @@ pub fn top_k(
             if cand == TERMINATED || cand > window_end {
                 break;
             }
+            if !top.is_live(cand) {
+                for &i in &order[essential_from..] {
+                    if terms[i].doc() == cand {
+                        terms[i].next();
+                    }
+                }
+                continue;
+            }
             let mut score = 0f64;
             for &i in &order[essential_from..] {
                 let t = &mut terms[i];
@@ -107,16 +108,9 @@ pub fn top_k(
                     score += f64::from(t.score());
                 }
             }
-            count += 1;
+            top.count(1);
             if competitive {
-                top.offer(
-                    score as f32,
-                    DocAddress {
-                        segment: ord,
-                        doc: cand,
-                    },
-                    || seg.seq(cand),
-                );
+                top.offer(cand, score as f32);
             } else {
                 skipped = true;
             }
@@ -126,17 +120,15 @@ pub fn top_k(
         }
         target = window_end.saturating_add(1);
     }
-    (count, skipped)
+    skipped
 }
 
-/// Exhaustive union: every matching document scored (unless `score` is false) and counted.
-pub fn exhaustive(
+/// Exhaustive union: every live matching document scored (unless `score` is false) and counted.
+pub fn exhaustive<L: LiveFilter>(
     terms: &mut [TermScorer],
-    seg: &SegmentReader,
-    ord: u32,
-    top: &mut TopK,
+    top: &mut LeafCollector<'_, L>,
     score: bool,
-) -> u64 {
+) {
     // Score accumulators are only needed when scoring (counting uses the bitset alone).
     let mut sums = if score {
         vec![0f64; WINDOW as usize]
@@ -144,7 +136,6 @@ pub fn exhaustive(
         Vec::new()
     };
     let mut bits = [0u64; (WINDOW / 64) as usize];
-    let mut count = 0u64;
     let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
     while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
         let end = base.saturating_add(WINDOW);
@@ -161,16 +152,17 @@ pub fn exhaustive(
                 d = t.next();
             }
         }
+        let first_word = (base / 64) as usize;
         for (w, word) in bits.iter_mut().enumerate() {
             let mut x = *word;
-            count += u64::from(x.count_ones());
+            let live = top.live_word(first_word + w);
+            top.count(u64::from((x & live).count_ones()));
             if score {
                 while x != 0 {
                     let o = w * 64 + x.trailing_zeros() as usize;
-                    let doc = base + o as u32;
-                    top.offer(sums[o] as f32, DocAddress { segment: ord, doc }, || {
-                        seg.seq(doc)
-                    });
+                    if live >> (o % 64) & 1 == 1 {
+                        top.offer(base + o as u32, sums[o] as f32);
+                    }
                     sums[o] = 0.0;
                     x &= x - 1;
                 }
@@ -183,5 +175,4 @@ pub fn exhaustive(
         }
         base = next / WINDOW * WINDOW;
     }
-    count
 }

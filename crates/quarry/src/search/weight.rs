@@ -57,17 +57,9 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     fn field(&self, name: &str) -> Result<u32> {
-        self.schema.field_id(name).ok_or_else(|| {
-            Error::Query(format!(
-                "unknown field {name:?} (fields: {})",
-                self.schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
+        self.schema
+            .field_id(name)
+            .ok_or_else(|| Error::unknown_field(self.schema, name))
     }
 
     fn doc_freq(&self, field: u32, term: &str) -> Result<u64> {

@@ -103,33 +103,60 @@ fn block_impacts_bound_every_doc() {
     assert!(c.shallow_block(docs[docs.len() - 1] + 1).is_none());
 }
 
+/// Flips every byte of a term's postings entry in turn. Each flip must either be refused by
+/// `TermInfo::parse`, or give a cursor that stops by itself (never loops or panics), yields only
+/// doc ids below the segment size in non-decreasing order and at most `doc_freq` of them, and
+/// either reports `is_corrupt` or returns what it decoded consistently. Both refusals and
+/// successful parses must occur, so the test cannot pass by skipping every case.
 #[test]
 fn corrupt_blocks_stop_without_panic() {
     let gaps: Vec<u32> = (0..600).map(|i| 1 + i % 7).collect();
     let (docs, freqs, positions) = sample(&gaps);
-    let (post, pos, info) = build(&docs, &freqs, &positions);
-    let raw = post.to_vec();
-    for i in (0..raw.len()).step_by(3) {
+    let mut w = PostingsWriter::new(vec![0u8; 16], vec![0u8; 16]);
+    w.write_term(&[1], &[1], Some(&[0]), &|_| 5, 10.0);
+    let off = w.write_term(&docs, &freqs, Some(&positions), &|d| (d % 200) as u8, 40.0);
+    let raw = w.post.clone();
+    let info = TermInfo::parse(&raw, off, true).unwrap();
+    let ps = info.pos_start as usize;
+    let pos = Bytes::from_vec(w.pos[ps..ps + info.pos_len as usize].to_vec());
+    let doc_count = 5_000;
+    let (mut refused, mut detected, mut parsed) = (0, 0, 0);
+    for i in off as usize..info.end() {
         let mut bad = raw.clone();
         bad[i] ^= 0x5a;
         let bad = Bytes::from_vec(bad);
-        if let Ok(info2) = TermInfo::parse(&bad, 16 + 5, true)
-            .or_else(|_| TermInfo::parse(&bad, info_offset(&info), true))
-        {
-            let mut c = PostingsCursor::new(&info2, &bad, Some(&pos), 5_000);
-            let mut p = Vec::new();
-            let mut n = 0;
-            while c.doc() != TERMINATED && n < 10_000 {
-                c.positions(&mut p);
-                c.next();
-                n += 1;
-            }
+        let Ok(info2) = TermInfo::parse(&bad, off, true) else {
+            refused += 1;
+            continue;
+        };
+        parsed += 1;
+        let mut c = PostingsCursor::new(&info2, &bad, Some(&pos), doc_count);
+        let mut p = Vec::new();
+        let (mut n, mut prev) = (0u64, 0u32);
+        while c.doc() != TERMINATED {
+            let d = c.doc();
+            assert!(d < doc_count, "byte {i}: doc {d} past the segment");
+            assert!(d >= prev, "byte {i}: doc {d} after {prev}");
+            prev = d;
+            c.positions(&mut p);
+            c.next();
+            n += 1;
+            assert!(
+                n <= u64::from(info2.doc_freq),
+                "byte {i}: more docs than doc_freq {}",
+                info2.doc_freq
+            );
+        }
+        if c.is_corrupt().is_some() {
+            detected += 1;
         }
     }
-}
-
-fn info_offset(_: &TermInfo) -> u64 {
-    16 + 6
+    assert!(refused > 0, "no flip was refused by TermInfo::parse");
+    assert!(parsed > 0, "no flip parsed: the cursor was never exercised");
+    assert!(
+        detected > 0,
+        "no cursor reported corruption ({parsed} parsed)"
+    );
 }
 
 proptest! {

@@ -1,0 +1,432 @@
+//! What query each clause means: Lucene's `QueryParserBase` (`addClause`, `getFieldQuery`,
+//! `getPrefixQuery`, `handleBareTokenQuery`, `handleQuotedTerm`, `handleBoost`, boolean
+//! construction with the clause limit) and `MultiFieldQueryParser`'s expansion over several
+//! default fields.
+use super::error::{ParseError, ParseErrorKind};
+use super::escapes::{java_parse_float, unescape_str};
+use super::grammar::{Conj, Mods, PResult, Parser, SUPPORTED};
+use super::lexer::{Kind, Token};
+use super::Operator;
+use crate::query::ast::{Clause, Occur, Query};
+
+impl<'a> Parser<'a> {
+    /// `handleBareTokenQuery`.
+    pub(super) fn bare_token_query(
+        &self,
+        field: Option<&str>,
+        t: Token,
+        fuzzy: Option<Token>,
+    ) -> PResult<Option<Query>> {
+        let image = self.image(t);
+        let image = if t.kind == Kind::BareOper {
+            &image[..1]
+        } else {
+            image
+        };
+        let text = unescape_str(self.input, image, t.start)?;
+        match t.kind {
+            Kind::Star | Kind::WildTerm => self.wildcard_query(field, image, t),
+            Kind::PrefixTerm => {
+                let prefix = unescape_str(self.input, &image[..image.len() - 1], t.start)?;
+                self.prefix_query(field, &prefix, t)
+            }
+            Kind::Regexp => Err(self.err(
+                ParseErrorKind::Unsupported,
+                t.start,
+                SUPPORTED,
+                "a regular expression query ('/.../')",
+            )),
+            _ => {
+                if let Some(f) = fuzzy {
+                    return Err(self.err(
+                        ParseErrorKind::Unsupported,
+                        f.start,
+                        SUPPORTED,
+                        format!("a fuzzy query ('{}{}')", image, self.image(f)),
+                    ));
+                }
+                self.field_query(field, &text, t.start)
+            }
+        }
+    }
+
+    /// `handleQuotedTerm`: the phrase text and its slop (`(int) Float.parseFloat(..)`, the
+    /// default slop when it does not parse).
+    pub(super) fn quoted_term(
+        &self,
+        field: Option<&str>,
+        t: Token,
+        fuzzy: Option<Token>,
+    ) -> PResult<Option<Query>> {
+        let mut slop = i64::from(self.cfg.phrase_slop);
+        if let Some(f) = fuzzy {
+            if let Some(v) = java_parse_float(&self.image(f)[1..]) {
+                slop = i64::from(v as i32); // Java's saturating (int) cast, NaN -> 0
+            }
+        }
+        let image = self.image(t);
+        let text = unescape_str(self.input, &image[1..image.len() - 1], t.start + 1)?;
+        let slop_at = fuzzy.map_or(t.start, |f| f.start);
+        match field {
+            Some(f) => {
+                let q = self.new_field_query(f, &text, true, t.start)?;
+                q.map(|q| self.apply_slop(q, slop, slop_at)).transpose()
+            }
+            None if !self.cfg.multi_field() => {
+                let f = self.single_default_field(t.start)?;
+                let q = self.new_field_query(f, &text, true, t.start)?;
+                q.map(|q| self.apply_slop(q, slop, slop_at)).transpose()
+            }
+            None => {
+                let mut clauses = Vec::new();
+                for f in &self.cfg.default_fields {
+                    if let Some(q) = self.new_field_query(f, &text, true, t.start)? {
+                        let q = self.field_boosted(q, f);
+                        clauses.push(self.apply_slop(q, slop, slop_at)?);
+                    }
+                }
+                self.multi_field_query(clauses, t.start)
+            }
+        }
+    }
+
+    pub(super) fn apply_slop(&self, q: Query, slop: i64, at: usize) -> PResult<Query> {
+        match q {
+            Query::Phrase { field, terms, .. } => {
+                if slop < 0 {
+                    return Err(self.err(
+                        ParseErrorKind::InvalidValue,
+                        at,
+                        "a phrase slop of 0 or more",
+                        slop.to_string(),
+                    ));
+                }
+                Ok(Query::Phrase {
+                    field,
+                    terms,
+                    slop: slop as u32,
+                })
+            }
+            Query::Boost { query, boost } => Ok(Query::Boost {
+                query: Box::new(self.apply_slop(*query, slop, at)?),
+                boost,
+            }),
+            other => Ok(other),
+        }
+    }
+
+    /// `handleBoost`: a boost on a dropped (empty) query is ignored, as in Lucene.
+    pub(super) fn handle_boost(
+        &self,
+        q: Option<Query>,
+        boost: Option<Token>,
+    ) -> PResult<Option<Query>> {
+        let (Some(q), Some(b)) = (q.as_ref(), boost) else {
+            return Ok(q);
+        };
+        let image = self.image(b);
+        let value: f32 = image.parse().unwrap_or(1.0);
+        if !value.is_finite() {
+            return Err(self.err(
+                ParseErrorKind::InvalidValue,
+                b.start,
+                "a finite boost",
+                format!(
+                    "'{}' (too large for a 32-bit float)",
+                    image.chars().take(40).collect::<String>()
+                ),
+            ));
+        }
+        Ok(Some(Query::boosted(q.clone(), value)))
+    }
+
+    pub(super) fn single_default_field(&self, at: usize) -> PResult<&'a str> {
+        match self.cfg.default_fields.first() {
+            Some(f) => Ok(f.as_str()),
+            None => Err(self.err(
+                ParseErrorKind::NoDefaultField,
+                at,
+                "'field:' before the term (the parser has no default field)",
+                "a term without a field",
+            )),
+        }
+    }
+
+    /// `getFieldQuery(field, text, quoted = false)`, with `MultiFieldQueryParser`'s
+    /// per-token grouping when the field is the default and there are several.
+    pub(super) fn field_query(
+        &self,
+        field: Option<&str>,
+        text: &str,
+        at: usize,
+    ) -> PResult<Option<Query>> {
+        if let Some(f) = field {
+            return self.new_field_query(f, text, false, at);
+        }
+        if !self.cfg.multi_field() {
+            let f = self.single_default_field(at)?;
+            return self.new_field_query(f, text, false, at);
+        }
+        let mut per_field: Vec<(&str, Query)> = Vec::new();
+        let mut max_terms = 0;
+        for f in &self.cfg.default_fields {
+            if let Some(q) = self.new_field_query(f, text, false, at)? {
+                max_terms = max_terms.max(match &q {
+                    Query::Boolean { clauses, .. } => clauses.len(),
+                    _ => 1,
+                });
+                per_field.push((f.as_str(), q));
+            }
+        }
+        let mut clauses = Vec::new();
+        for term_num in 0..max_terms {
+            let mut term_clauses = Vec::new();
+            for (f, q) in &per_field {
+                let sub = match q {
+                    Query::Boolean { clauses, .. } => {
+                        clauses.get(term_num).map(|c| c.query.clone())
+                    }
+                    other if term_num == 0 => Some(other.clone()),
+                    _ => None,
+                };
+                if let Some(sub) = sub {
+                    term_clauses.push(self.field_boosted(sub, f));
+                }
+            }
+            if max_terms > 1 {
+                if !term_clauses.is_empty() {
+                    let group = term_clauses
+                        .into_iter()
+                        .map(|q| Clause::new(Occur::Should, q))
+                        .collect();
+                    clauses.push(self.checked_boolean(group, at)?);
+                }
+            } else {
+                clauses.extend(term_clauses);
+            }
+        }
+        self.multi_field_query(clauses, at)
+    }
+
+    /// `QueryBuilder.createFieldQuery` for a plain analyzer (one token per position).
+    pub(super) fn new_field_query(
+        &self,
+        field: &str,
+        text: &str,
+        quoted: bool,
+        at: usize,
+    ) -> PResult<Option<Query>> {
+        let mut tokens = self.cfg.analysis.tokens(field, text);
+        match tokens.len() {
+            0 => Ok(None),
+            1 => Ok(Some(Query::term(field, tokens.pop().unwrap_or_default()))),
+            _ if quoted => Ok(Some(Query::Phrase {
+                field: field.to_string(),
+                terms: tokens
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as u32, t))
+                    .collect(),
+                slop: self.cfg.phrase_slop,
+            })),
+            _ => {
+                let occur = self.cfg.operator_occur();
+                let clauses = tokens
+                    .into_iter()
+                    .map(|t| Clause::new(occur, Query::term(field, t)))
+                    .collect();
+                Ok(Some(self.checked_boolean(clauses, at)?))
+            }
+        }
+    }
+
+    /// `getWildcardQuery`: only `*:*` is supported.
+    pub(super) fn wildcard_query(
+        &self,
+        field: Option<&str>,
+        image: &str,
+        t: Token,
+    ) -> PResult<Option<Query>> {
+        let field_is_star = match field {
+            Some(f) => f == "*",
+            None => {
+                !self.cfg.multi_field() && self.cfg.default_fields.first().is_some_and(|f| f == "*")
+            }
+        };
+        if image == "*" && field_is_star {
+            return Ok(Some(self.field_boosted(Query::MatchAll, "*")));
+        }
+        let found = if image == "*" {
+            "a lone '*' wildcard (use '*:*' to match all documents)".to_string()
+        } else {
+            format!("the wildcard term '{image}' (only a single trailing '*' is supported)")
+        };
+        Err(self.err(ParseErrorKind::Unsupported, t.start, SUPPORTED, found))
+    }
+
+    /// `getPrefixQuery`: the prefix is normalized, not tokenized.
+    pub(super) fn prefix_query(
+        &self,
+        field: Option<&str>,
+        prefix: &str,
+        t: Token,
+    ) -> PResult<Option<Query>> {
+        if prefix.starts_with('*') {
+            return Err(self.err(
+                ParseErrorKind::InvalidValue,
+                t.start,
+                "a prefix that does not start with '*'",
+                format!("'{}'", self.image(t)),
+            ));
+        }
+        let make = |f: &str| Query::Prefix {
+            field: f.to_string(),
+            prefix: self.cfg.analysis.normalize(f, prefix),
+        };
+        match field {
+            Some(f) => Ok(Some(self.field_boosted(make(f), f))),
+            None if !self.cfg.multi_field() => Ok(Some(make(self.single_default_field(t.start)?))),
+            None => {
+                let clauses = self
+                    .cfg
+                    .default_fields
+                    .iter()
+                    .map(|f| self.field_boosted(make(f), f))
+                    .collect();
+                self.multi_field_query(clauses, t.start)
+            }
+        }
+    }
+
+    /// `MultiFieldQueryParser`'s boosts map (only in multi-field mode).
+    pub(super) fn field_boosted(&self, q: Query, field: &str) -> Query {
+        if !self.cfg.multi_field() {
+            return q;
+        }
+        match self.cfg.field_boosts.get(field) {
+            Some(b) => Query::boosted(q, *b),
+            None => q,
+        }
+    }
+
+    /// `getMultiFieldQuery`: SHOULD over the per-field queries, nothing when empty.
+    pub(super) fn multi_field_query(
+        &self,
+        queries: Vec<Query>,
+        at: usize,
+    ) -> PResult<Option<Query>> {
+        if queries.is_empty() {
+            return Ok(None);
+        }
+        let clauses = queries
+            .into_iter()
+            .map(|q| Clause::new(Occur::Should, q))
+            .collect();
+        Ok(Some(self.checked_boolean(clauses, at)?))
+    }
+
+    pub(super) fn checked_boolean(&self, clauses: Vec<Clause>, at: usize) -> PResult<Query> {
+        if clauses.len() > self.cfg.max_clause_count {
+            return Err(self.too_many(at));
+        }
+        Ok(Query::boolean(clauses))
+    }
+
+    pub(super) fn too_many(&self, at: usize) -> ParseError {
+        self.err(
+            ParseErrorKind::TooManyClauses,
+            at,
+            format!(
+                "at most {} clauses in one boolean query",
+                self.cfg.max_clause_count
+            ),
+            "more",
+        )
+    }
+
+    /// `getBooleanQuery`: nothing when every clause was dropped.
+    pub(super) fn boolean_query(&self, clauses: Vec<Clause>) -> Option<Query> {
+        if clauses.is_empty() {
+            None
+        } else {
+            Some(Query::boolean(clauses))
+        }
+    }
+
+    /// `QueryParserBase.addClause`, including its edits of the preceding clause.
+    pub(super) fn add_clause(
+        &self,
+        clauses: &mut Vec<Clause>,
+        conj: Conj,
+        mods: Mods,
+        q: Option<Query>,
+        at: usize,
+    ) -> PResult<()> {
+        if let Some(last) = clauses.last_mut() {
+            // AND makes the preceding clause required unless it is prohibited.
+            if conj == Conj::And && last.occur != Occur::MustNot {
+                last.occur = Occur::Must;
+            }
+            // With default AND, OR makes the preceding clause optional unless prohibited.
+            if self.cfg.default_operator == Operator::And
+                && conj == Conj::Or
+                && last.occur != Occur::MustNot
+            {
+                last.occur = Occur::Should;
+            }
+        }
+        let Some(q) = q else {
+            return Ok(()); // analyzed away
+        };
+        let prohibited = mods == Mods::Not;
+        let required = match self.cfg.default_operator {
+            Operator::Or => mods == Mods::Req || (conj == Conj::And && !prohibited),
+            Operator::And => !prohibited && conj != Conj::Or,
+        };
+        let occur = if prohibited {
+            Occur::MustNot
+        } else if required {
+            Occur::Must
+        } else {
+            Occur::Should
+        };
+        if clauses.len() >= self.cfg.max_clause_count {
+            return Err(self.too_many(at));
+        }
+        clauses.push(Clause::new(occur, q));
+        Ok(())
+    }
+
+    /// `addMultiTermClauses`: flatten a boolean of term queries; otherwise add its clauses
+    /// (or the query) with the default operator's occur.
+    pub(super) fn add_multi_term_clauses(
+        &self,
+        clauses: &mut Vec<Clause>,
+        q: Option<Query>,
+        at: usize,
+    ) -> PResult<()> {
+        // Lucene 10.6 adds an analyzed run of terms as one clause (a nested boolean when it has
+        // several tokens): `oil gas -coal` is `(body:oil body:gas) -body:coal`; a run that is
+        // the whole query is returned as is by `Query()` (`oil gas` is `body:oil body:gas`).
+        // Runs over several default fields give per-token groups, which are added one by one.
+        let Some(q) = q else {
+            return Ok(());
+        };
+        let occur = self.cfg.operator_occur();
+        match q {
+            // Per-token groups (several default fields): each group becomes a clause.
+            Query::Boolean {
+                clauses: nested, ..
+            } if !nested.iter().all(|c| matches!(c.query, Query::Term { .. })) => {
+                for c in nested {
+                    clauses.push(Clause::new(occur, c.query));
+                }
+            }
+            other => clauses.push(Clause::new(occur, other)),
+        }
+        if clauses.len() > self.cfg.max_clause_count {
+            return Err(self.too_many(at));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! Crash safety: a fault at every write operation of a commit, a full disk, a model-based
+//! property test of random add/update/delete/refresh/commit/merge/reopen sequences, and a writer
+//! killed with SIGKILL in a child process. After each, the index holds exactly the last
+//! completed commit and checks clean.
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use quarry::{
+    check_index, DirectoryKind, Document, FieldValue, Index, IndexWriter, MergePolicy, Schema,
+    SearchMode, Searcher, WriterOptions,
+};
+use quarry_store::{open_directory, FaultyDirectory};
+
+fn schema() -> Schema {
+    Schema::builder().integer("id").text("body", true).build()
+}
+
+fn opts(policy: MergePolicy) -> WriterOptions {
+    WriterOptions {
+        threads: 1,
+        ram_budget_bytes: 1 << 20,
+        merge_policy: policy,
+        directory: DirectoryKind::Mmap,
+    }
+}
+
+fn doc(id: u64, version: u32) -> Document {
+    let body = format!("word{} common v{version}", id % 7);
+    Document::from_json(
+        &schema(),
+        &serde_json::json!({"id": id, "body": body}).to_string(),
+    )
+    .unwrap()
+}
+
+/// `id -> version` of every live document, read through a searcher.
+fn contents(s: &Searcher) -> BTreeMap<u64, u32> {
+    let q = s.parse_query("*:*", &["body"]).unwrap();
+    let r = s.search(&q, 100_000, SearchMode::TopCount).unwrap();
+    assert_eq!(r.total_hits as usize, r.top.len());
+    r.top
+        .iter()
+        .map(|h| {
+            let f = s.stored_fields(h.doc).unwrap();
+            let id = f["id"].as_u64().unwrap();
+            let body = f["body"].as_str().unwrap();
+            let v: u32 = body.rsplit('v').next().unwrap().parse().unwrap();
+            (id, v)
+        })
+        .collect()
+}
+
+fn committed(path: &Path) -> BTreeMap<u64, u32> {
+    contents(&Index::open(path).unwrap().searcher())
+}
+
+fn base_index(path: &Path) -> BTreeMap<u64, u32> {
+    let mut w = IndexWriter::create(path, schema(), opts(MergePolicy::None)).unwrap();
+    for id in 0..30 {
+        w.add_document(doc(id, 0)).unwrap();
+    }
+    w.commit().unwrap();
+    committed(path)
+}
+
+/// A failure injected at every write operation of a commit (with deletions, updates and a
+/// merge) leaves either the old or the new commit, never a mix, and the index checks clean.
+#[test]
+fn a_fault_at_any_operation_leaves_the_old_or_the_new_commit() {
+    let mut n = 1;
+    loop {
+        let tmp = tempfile::tempdir().unwrap();
+        let old = base_index(tmp.path());
+        let faulty = FaultyDirectory::new(open_directory(tmp.path(), DirectoryKind::Mmap).unwrap());
+        let mut w = IndexWriter::open_in(
+            Arc::new(faulty.clone()),
+            opts(MergePolicy::Log { factor: 2 }),
+        )
+        .unwrap();
+        let mut new = old.clone();
+        for id in 30..40 {
+            w.add_document(doc(id, 0)).unwrap();
+            new.insert(id, 0);
+        }
+        for id in [3u64, 31] {
+            w.update_document("id", &FieldValue::Int(id as i64), doc(id, 1))
+                .unwrap();
+            new.insert(id, 1);
+        }
+        w.delete_term("id", &FieldValue::Int(5)).unwrap();
+        new.remove(&5);
+        faulty.fail_at(Some(n));
+        let result = w.commit();
+        let ops_used = faulty.ops();
+        drop(w);
+        faulty.crash();
+        let now = committed(tmp.path());
+        match &result {
+            Ok(_) => assert_eq!(now, new, "fault at op {n} after a successful commit"),
+            Err(quarry::Error::MergeFailed { .. }) => {
+                assert_eq!(now, new, "fault at op {n}: merge failed after the commit")
+            }
+            Err(_) => assert!(now == old || now == new, "fault at op {n}: a mix"),
+        }
+        check_index(tmp.path(), DirectoryKind::Pread)
+            .unwrap_or_else(|e| panic!("fault at op {n}: check failed: {e}"));
+        // The index stays writable.
+        let mut w = IndexWriter::open(tmp.path(), opts(MergePolicy::None)).unwrap();
+        w.add_document(doc(99, 0)).unwrap();
+        w.commit().unwrap();
+        if result.is_ok() && n > ops_used {
+            break;
+        }
+        n += 1;
+        assert!(n < 500, "the commit never completed");
+    }
+}
+
+#[test]
+fn a_full_disk_gives_a_clear_error_and_keeps_the_last_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = base_index(tmp.path());
+    let faulty = FaultyDirectory::new(open_directory(tmp.path(), DirectoryKind::Mmap).unwrap());
+    let mut w = IndexWriter::open_in(Arc::new(faulty.clone()), opts(MergePolicy::None)).unwrap();
+    for id in 100..400 {
+        w.add_document(doc(id, 0)).unwrap();
+    }
+    faulty.space_left(Some(100));
+    let e = w.commit().unwrap_err();
+    assert!(e.is_disk_full(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("No space left on device"), "{msg}");
+    assert!(
+        msg.contains("flushing segment s0000"),
+        "says what it was doing: {msg}"
+    );
+    assert!(
+        msg.contains(&*tmp.path().to_string_lossy()),
+        "names the file: {msg}"
+    );
+    assert!(!msg.contains("failed earlier"), "{msg}");
+    drop(w);
+    faulty.crash();
+    assert_eq!(committed(tmp.path()), old);
+    check_index(tmp.path(), DirectoryKind::Mmap).unwrap();
+    // Only the files of the last commit (and the lock) remain.
+    let names: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1 + 6 + 1, "{names:?}");
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(u64),
+    Update(u64),
+    Delete(u64),
+    DeleteAll,
+    Refresh,
+    Commit,
+    Merge,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u64..40).prop_map(Op::Add),
+        4 => (0u64..40).prop_map(Op::Update),
+        3 => (0u64..40).prop_map(Op::Delete),
+        1 => Just(Op::DeleteAll),
+        3 => Just(Op::Refresh),
+        3 => Just(Op::Commit),
+        1 => Just(Op::Merge),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// The model: a multiset of `(id, version)` (adds may duplicate ids; updates replace all).
+type Model = Vec<(u64, u32)>;
+
+fn summary(m: &Model) -> BTreeMap<(u64, u32), usize> {
+    let mut out = BTreeMap::new();
+    for &k in m {
+        *out.entry(k).or_insert(0) += 1;
+    }
+    out
+}
+
+fn searched(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
+    let q = s.parse_query("*:*", &["body"]).unwrap();
+    let r = s.search(&q, 100_000, SearchMode::TopCount).unwrap();
+    let mut out = BTreeMap::new();
+    for h in &r.top {
+        let f = s.stored_fields(h.doc).unwrap();
+        let id = f["id"].as_u64().unwrap();
+        let v: u32 = f["body"]
+            .as_str()
+            .unwrap()
+            .rsplit('v')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        *out.entry((id, v)).or_insert(0) += 1;
+    }
+    assert_eq!(r.total_hits as usize, r.top.len());
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn random_operations_match_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = IndexWriter::create(tmp.path(), schema(), opts(MergePolicy::Log { factor: 3 })).unwrap();
+        let mut current: Model = Vec::new();
+        let mut durable: Model = Vec::new();
+        let mut visible: Model = Vec::new();
+        let mut reader = w.reader().unwrap();
+        let mut version = 0u32;
+        for op in ops {
+            version += 1;
+            match op {
+                Op::Add(id) => {
+                    w.add_document(doc(id, version)).unwrap();
+                    current.push((id, version));
+                }
+                Op::Update(id) => {
+                    w.update_document("id", &FieldValue::Int(id as i64), doc(id, version)).unwrap();
+                    current.retain(|d| d.0 != id);
+                    current.push((id, version));
+                }
+                Op::Delete(id) => {
+                    w.delete_term("id", &FieldValue::Int(id as i64)).unwrap();
+                    current.retain(|d| d.0 != id);
+                }
+                Op::DeleteAll => {
+                    w.delete_all().unwrap();
+                    current.clear();
+                }
+                Op::Refresh => {
+                    w.refresh().unwrap();
+                    visible = current.clone();
+                }
+                Op::Commit => {
+                    w.commit().unwrap();
+                    durable = current.clone();
+                    visible = current.clone();
+                }
+                Op::Merge => {
+                    w.force_merge(1).unwrap();
+                    durable = current.clone();
+                    visible = current.clone();
+                }
+                Op::Reopen => {
+                    drop(reader);
+                    drop(w);
+                    let o = || opts(MergePolicy::Log { factor: 3 });
+                    // Before the first commit there is no index yet: start a new one.
+                    w = IndexWriter::open(tmp.path(), o())
+                        .or_else(|_| IndexWriter::create(tmp.path(), schema(), o()))
+                        .unwrap();
+                    current = durable.clone();
+                    visible = durable.clone();
+                    reader = w.reader().unwrap();
+                }
+            }
+            prop_assert_eq!(searched(&reader.searcher()), summary(&visible));
+        }
+        w.commit().unwrap();
+        prop_assert_eq!(searched(&Index::open(tmp.path()).unwrap().searcher()), summary(&current));
+        check_index(tmp.path(), DirectoryKind::Pread).unwrap();
+    }
+}
+
+/// Environment variable that turns this test binary into the child writer of the kill test.
+const CHILD_ENV: &str = "QUARRY_KILL_CHILD_INDEX";
+
+/// The child: appends batches of 10 documents forever, one commit per batch, recording the
+/// number of committed batches in the commit's user data.
+#[test]
+#[ignore = "run by kill_minus_nine_never_loses_a_commit as a child process"]
+fn kill_child_writer() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let path = Path::new(&path);
+    let mut w = match IndexWriter::open(path, opts(MergePolicy::Log { factor: 3 })) {
+        Ok(w) => w,
+        Err(_) => {
+            IndexWriter::create(path, schema(), opts(MergePolicy::Log { factor: 3 })).unwrap()
+        }
+    };
+    let mut batches: u64 = w
+        .user_data()
+        .get("batches")
+        .map_or(0, |b| b.parse().unwrap());
+    loop {
+        for i in 0..10 {
+            w.add_document(doc(batches * 10 + i, 0)).unwrap();
+        }
+        // Updates and deletes too: the first document of the previous batch gets version 1,
+        // its second is deleted.
+        if batches > 0 {
+            let p = (batches - 1) * 10;
+            w.update_document("id", &FieldValue::Int(p as i64), doc(p, 1))
+                .unwrap();
+            w.delete_term("id", &FieldValue::Int(p as i64 + 1)).unwrap();
+        }
+        batches += 1;
+        w.set_user_data("batches", &batches.to_string());
+        w.commit().unwrap();
+    }
+}
+
+/// What the index must hold after `batches` committed batches of the child.
+fn expected_after(batches: u64) -> BTreeMap<u64, u32> {
+    let mut m = BTreeMap::new();
+    for b in 0..batches {
+        for i in 0..10 {
+            m.insert(b * 10 + i, 0);
+        }
+        if b > 0 {
+            let p = (b - 1) * 10;
+            m.insert(p, 1);
+            m.remove(&(p + 1));
+        }
+    }
+    m
+}
+
+/// Kills a writer child process with SIGKILL at random moments; after each kill the index
+/// holds exactly the batches its newest commit says, and checks clean. Cycles:
+/// `QUARRY_KILL_CYCLES` (default 5; the documented long run uses 1000).
+#[test]
+fn kill_minus_nine_never_loses_a_commit() {
+    let cycles: u64 = std::env::var("QUARRY_KILL_CYCLES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(5);
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut last_batches = 0;
+    for cycle in 0..cycles {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--exact", "kill_child_writer", "--ignored", "--nocapture"])
+            .env(CHILD_ENV, tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(std::time::Duration::from_millis(30 + rng % 300));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let Ok(index) = Index::open(tmp.path()) else {
+            // Killed before its first commit: nothing may be there yet.
+            assert_eq!(last_batches, 0, "cycle {cycle}: the index vanished");
+            continue;
+        };
+        let batches: u64 = index
+            .commit()
+            .user_data
+            .get("batches")
+            .map_or(0, |b| b.parse().unwrap());
+        assert!(batches >= last_batches, "cycle {cycle}: a commit was lost");
+        assert_eq!(
+            contents(&index.searcher()),
+            expected_after(batches),
+            "cycle {cycle}: {batches} batches"
+        );
+        drop(index);
+        check_index(tmp.path(), DirectoryKind::Pread)
+            .unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
+        last_batches = batches;
+    }
+    eprintln!("kill -9: {cycles} cycles, {last_batches} batches committed, 0 lost, 0 partial");
+}
