@@ -12,7 +12,7 @@
 //! ([`IndexWriter::update_document`]), `update` merges a partial `doc` into the stored source,
 //! `delete` deletes by term.
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
