@@ -150,7 +150,7 @@ fn bulk_body(docs: &[String]) -> Vec<u8> {
 pub fn run(args: LoadArgs) -> Result<()> {
     let repo = std::env::current_dir()?;
     let tmp = repo.join("bench/results/tmp");
-    let prepared = workload::prepare("w2", &repo, &tmp.join("w2"), !args.full)?;
+    let prepared = workload::prepare("w2", &repo, &tmp, !args.full)?;
     let host = host_of(&args.url)?;
     let file = std::fs::File::open(&prepared.docs_path)?;
     let mut docs: Vec<String> = Vec::new();
