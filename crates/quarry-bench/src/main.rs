@@ -15,6 +15,7 @@ mod drivers;
 #[cfg(feature = "quarry-driver")]
 mod io_study;
 mod launch;
+mod load;
 mod measure;
 mod orchestrator;
 mod parity;
@@ -52,6 +53,8 @@ enum Cmd {
     /// I/O study: read sizes, batched reads, pool pin vs copy, W1 latency per directory mode.
     #[cfg(feature = "quarry-driver")]
     Io(io_study::IoArgs),
+    /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
+    Load(load::LoadArgs),
     /// Run one engine's driver (the orchestrator spawns these).
     Driver {
         #[command(subcommand)]
@@ -97,6 +100,7 @@ fn real_main() -> Result<()> {
         #[cfg(feature = "quarry-driver")]
         Cmd::Io(args) => io_study::run(args),
         Cmd::Codecs(args) => codecs::run(args),
+        Cmd::Load(args) => load::run(args),
         Cmd::Driver {
             engine: Engine::Tantivy { cmd },
         } => drivers::run::<drivers::tantivy::Tantivy>(cmd),

@@ -62,6 +62,24 @@ enum Command {
     },
     /// Index the bundled Reuters-21578 corpus and run the Reuters queries against it.
     Demo(demo::DemoArgs),
+    /// Serve indexes under a directory over HTTP (an Elasticsearch-compatible subset).
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Directory holding the indexes (one sub-directory each; created if missing).
+    #[arg(long)]
+    data: PathBuf,
+    /// Address to listen on (loopback by default; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:9200")]
+    listen: std::net::SocketAddr,
+    /// File with accepted API keys, one per line; requests then need `Authorization: ApiKey <key>`.
+    #[arg(long)]
+    api_key_file: Option<PathBuf>,
+    /// Largest request body in bytes (larger ones get 413).
+    #[arg(long, default_value_t = 100 << 20)]
+    max_body_bytes: usize,
 }
 
 /// Exit status when documents were committed but a merge after the commit failed.
@@ -238,6 +256,15 @@ fn run(cli: Cli) -> Result<()> {
             );
         }
         Command::Demo(args) => demo::run(&args)?,
+        Command::Serve(args) => {
+            let mut config = quarry_server::Config::new(args.data);
+            config.listen = args.listen;
+            config.max_body_bytes = args.max_body_bytes;
+            if let Some(path) = &args.api_key_file {
+                config.api_keys = Some(quarry_server::load_api_keys(path)?);
+            }
+            quarry_server::run(config)?;
+        }
     }
     Ok(())
 }

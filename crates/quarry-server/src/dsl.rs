@@ -1,0 +1,909 @@
+//! What does an Elasticsearch query DSL object mean in quarry's `Query` AST?
+//!
+//! Supported: `match_all`, `match_none`, `match` (operator, minimum_should_match), `match_phrase`
+//! (slop), `multi_match` (types `most_fields`, and `best_fields`/`phrase` on one field or with
+//! `tie_breaker: 1`), `term`, `terms`, `ids`, `exists`, `prefix`, `bool` (must, should,
+//! must_not, filter, minimum_should_match) and `query_string` (Lucene syntax through the
+//! library's parser). Every query takes `boost`. Anything else is a 400 naming it; `range` is
+//! refused because the engine has no numeric ranges yet.
+use quarry::query::{Clause, Occur, Operator, Query};
+use quarry::{FieldType, Schema, Searcher};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::mapping::ID_FIELD;
+
+/// The deepest nesting of compound queries accepted.
+pub const MAX_DEPTH: usize = 32;
+/// The most clauses one compound query (or one `terms`/`ids` list) may have.
+pub const MAX_CLAUSES: usize = 1024;
+
+/// Translates the value of a search body's `query` key.
+pub fn translate(v: &Value, searcher: &Searcher) -> Result<Query, ApiError> {
+    Translator { searcher }.query(v, 0)
+}
+
+struct Translator<'a> {
+    searcher: &'a Searcher,
+}
+
+fn parsing(reason: impl Into<String>) -> ApiError {
+    ApiError::parsing(reason)
+}
+
+/// The single `(key, value)` of an object like `{"match": {...}}`.
+fn single<'v>(v: &'v Value, what: &str) -> Result<(&'v String, &'v Value), ApiError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| parsing(format!("[{what}] must be an object")))?;
+    let mut it = obj.iter();
+    match (it.next(), it.next()) {
+        (Some(kv), None) => Ok(kv),
+        (None, _) => Err(parsing(format!("[{what}] is empty: it needs one entry"))),
+        (Some(_), Some((k, _))) => Err(parsing(format!(
+            "[{what}] has more than one entry (unexpected [{k}])"
+        ))),
+    }
+}
+
+fn obj<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>, ApiError> {
+    v.as_object()
+        .ok_or_else(|| parsing(format!("[{what}] must be an object")))
+}
+
+/// A scalar (string, number, boolean) as text.
+fn scalar(v: &Value, what: &str) -> Result<String, ApiError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err(parsing(format!(
+            "[{what}] must be a string, number or boolean"
+        ))),
+    }
+}
+
+fn boost_of(m: &Map<String, Value>, what: &str) -> Result<Option<f32>, ApiError> {
+    match m.get("boost") {
+        None => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(b) if b.is_finite() && b >= 0.0 && b <= f32::MAX as f64 => Ok(Some(b as f32)),
+            _ => Err(parsing(format!(
+                "[{what}] boost must be a finite number >= 0"
+            ))),
+        },
+        Some(_) => Err(parsing(format!("[{what}] boost must be a number"))),
+    }
+}
+
+fn boosted(q: Query, boost: Option<f32>) -> Query {
+    match boost {
+        Some(b) if b != 1.0 => Query::boosted(q, b),
+        _ => q,
+    }
+}
+
+fn check_keys(m: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<(), ApiError> {
+    for k in m.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(parsing(format!("[{what}] query does not support [{k}]")));
+        }
+    }
+    Ok(())
+}
+
+/// Elasticsearch's `minimum_should_match` against `optional` clauses: `N`, `-N`, `P%`, `-P%`.
+pub fn min_should_match(v: &Value, optional: usize) -> Result<u32, ApiError> {
+    let bad = || {
+        parsing(format!(
+            "minimum_should_match {v} is not supported (use N, -N, P% or -P%)"
+        ))
+    };
+    let text = scalar(v, "minimum_should_match")?;
+    let t = text.trim();
+    let n = optional as i64;
+    let r = if let Some(p) = t.strip_suffix('%') {
+        let p: i64 = p.parse().map_err(|_| bad())?;
+        if p < 0 {
+            n - (n * -p) / 100
+        } else {
+            (n * p) / 100
+        }
+    } else {
+        let k: i64 = t.parse().map_err(|_| bad())?;
+        if k < 0 {
+            n + k
+        } else {
+            k
+        }
+    };
+    Ok(r.clamp(0, u32::MAX as i64) as u32)
+}
+
+impl Translator<'_> {
+    fn schema(&self) -> &Schema {
+        self.searcher.schema()
+    }
+
+    fn query(&self, v: &Value, depth: usize) -> Result<Query, ApiError> {
+        if depth > MAX_DEPTH {
+            return Err(parsing(format!(
+                "queries are nested more than {MAX_DEPTH} levels deep"
+            )));
+        }
+        let (kind, body) = single(v, "query")?;
+        match kind.as_str() {
+            "match_all" => {
+                let m = obj(body, kind)?;
+                check_keys(m, &["boost", "_name"], kind)?;
+                Ok(boosted(Query::MatchAll, boost_of(m, kind)?))
+            }
+            "match_none" => Ok(Query::MatchNone),
+            "match" => self.match_query(body, false),
+            "match_phrase" => self.match_query(body, true),
+            "multi_match" => self.multi_match(body),
+            "term" => self.term(body),
+            "terms" => self.terms(body),
+            "ids" => self.ids(body),
+            "exists" => self.exists(body),
+            "prefix" => self.prefix(body),
+            "bool" => self.bool_query(body, depth),
+            "query_string" => self.query_string(body),
+            "range" => Err(ApiError::unsupported(
+                "[range] query (the engine has no numeric or term ranges yet)",
+            )),
+            other => Err(parsing(format!("unknown query [{other}]"))),
+        }
+    }
+
+    /// `{"field": value}` or `{"field": {"<main>": value, ...options}}`.
+    fn field_form<'v>(
+        &self,
+        body: &'v Value,
+        kind: &str,
+        main: &str,
+        options: &[&str],
+    ) -> Result<(&'v String, Map<String, Value>), ApiError> {
+        let (field, spec) = single(body, kind)?;
+        let m = match spec {
+            Value::Object(m) => {
+                let mut allowed = vec![main, "boost", "_name"];
+                allowed.extend_from_slice(options);
+                check_keys(m, &allowed, kind)?;
+                if !m.contains_key(main) {
+                    return Err(parsing(format!(
+                        "[{kind}] query on [{field}] needs [{main}]"
+                    )));
+                }
+                m.clone()
+            }
+            other => {
+                let mut m = Map::new();
+                m.insert(main.to_string(), other.clone());
+                m
+            }
+        };
+        Ok((field, m))
+    }
+
+    /// Analyzed tokens of `text` for `field` (`None`: the field does not exist).
+    fn tokens(&self, field: &str, text: &str) -> Result<Option<Vec<String>>, ApiError> {
+        let schema = self.schema();
+        let Some(id) = schema.field_id(field) else {
+            return Ok(None);
+        };
+        Ok(Some(match schema.field(id).field_type {
+            FieldType::Text => {
+                let mut out = Vec::new();
+                if let Some(a) = schema.analyzer(id) {
+                    a.for_each_token(text, &mut |t| out.push(t.to_string()));
+                }
+                out
+            }
+            FieldType::Integer => vec![self.int_term(field, text)?],
+            _ => vec![text.to_string()],
+        }))
+    }
+
+    fn int_term(&self, field: &str, text: &str) -> Result<String, ApiError> {
+        text.trim()
+            .parse::<i64>()
+            .map(|i| i.to_string())
+            .map_err(|_| {
+                ApiError::new(
+                    axum::http::StatusCode::BAD_REQUEST,
+                    "number_format_exception",
+                    format!("field [{field}]: [{text}] is not an integer"),
+                )
+            })
+    }
+
+    fn match_query(&self, body: &Value, phrase: bool) -> Result<Query, ApiError> {
+        let kind = if phrase { "match_phrase" } else { "match" };
+        let opts: &[&str] = if phrase {
+            &["slop", "analyzer"]
+        } else {
+            &["operator", "minimum_should_match", "analyzer"]
+        };
+        let (field, m) = self.field_form(body, kind, "query", opts)?;
+        let text = scalar(&m["query"], kind)?;
+        let boost = boost_of(&m, kind)?;
+        if let Some(a) = m.get("analyzer") {
+            if a != "standard" {
+                return Err(ApiError::unsupported(format!("analyzer {a}")));
+            }
+        }
+        let q = if phrase {
+            let slop = match m.get("slop") {
+                None => 0,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|s| *s <= u32::MAX as u64)
+                    .ok_or_else(|| parsing("[match_phrase] slop must be a non-negative integer"))?
+                    as u32,
+            };
+            self.phrase(field, &text, slop)?
+        } else {
+            let and = match m.get("operator").map(|o| scalar(o, "operator")) {
+                None => false,
+                Some(o) => match o?.to_ascii_lowercase().as_str() {
+                    "or" => false,
+                    "and" => true,
+                    other => {
+                        return Err(parsing(format!(
+                            "[match] operator [{other}] is not one of and, or"
+                        )))
+                    }
+                },
+            };
+            self.terms_of(field, &text, and, m.get("minimum_should_match"))?
+        };
+        Ok(boosted(q, boost))
+    }
+
+    /// A `match` on one field: one term → term query, several → boolean.
+    fn terms_of(
+        &self,
+        field: &str,
+        text: &str,
+        and: bool,
+        msm: Option<&Value>,
+    ) -> Result<Query, ApiError> {
+        let Some(tokens) = self.tokens(field, text)? else {
+            return Ok(Query::MatchNone);
+        };
+        if tokens.len() > MAX_CLAUSES {
+            return Err(too_many(field));
+        }
+        match tokens.len() {
+            0 => Ok(Query::MatchNone),
+            1 if msm.is_none() => Ok(Query::term(field, tokens[0].clone())),
+            n => {
+                let occur = if and { Occur::Must } else { Occur::Should };
+                let clauses = tokens
+                    .into_iter()
+                    .map(|t| Clause::new(occur, Query::term(field, t)))
+                    .collect();
+                let minimum_should_match = match (msm, and) {
+                    (Some(v), false) => min_should_match(v, n)?,
+                    _ => 0,
+                };
+                Ok(Query::Boolean {
+                    clauses,
+                    minimum_should_match,
+                })
+            }
+        }
+    }
+
+    fn phrase(&self, field: &str, text: &str, slop: u32) -> Result<Query, ApiError> {
+        let Some(tokens) = self.tokens(field, text)? else {
+            return Ok(Query::MatchNone);
+        };
+        if tokens.len() > MAX_CLAUSES {
+            return Err(too_many(field));
+        }
+        Ok(match tokens.len() {
+            0 => Query::MatchNone,
+            1 => Query::term(field, tokens[0].clone()),
+            _ => Query::Phrase {
+                field: field.to_string(),
+                terms: tokens
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as u32, t))
+                    .collect(),
+                slop,
+            },
+        })
+    }
+
+    fn multi_match(&self, body: &Value) -> Result<Query, ApiError> {
+        let m = obj(body, "multi_match")?;
+        check_keys(
+            m,
+            &[
+                "query",
+                "fields",
+                "type",
+                "operator",
+                "minimum_should_match",
+                "tie_breaker",
+                "slop",
+                "boost",
+                "_name",
+            ],
+            "multi_match",
+        )?;
+        let text = scalar(
+            m.get("query")
+                .ok_or_else(|| parsing("[multi_match] needs [query]"))?,
+            "multi_match.query",
+        )?;
+        let fields = self.field_list(m.get("fields"), "multi_match")?;
+        let ty = m
+            .get("type")
+            .map(|t| scalar(t, "type"))
+            .transpose()?
+            .unwrap_or_else(|| "best_fields".into());
+        let tie = m.get("tie_breaker").and_then(Value::as_f64).unwrap_or(0.0);
+        let phrase = match ty.as_str() {
+            "most_fields" => false,
+            "best_fields" | "phrase" if fields.len() == 1 || tie == 1.0 => ty == "phrase",
+            "best_fields" | "phrase" => {
+                return Err(ApiError::unsupported(format!(
+                    "[multi_match] type [{ty}] over several fields (it needs a dis_max query, which the engine lacks); use type most_fields or tie_breaker 1"
+                )))
+            }
+            other => {
+                return Err(ApiError::unsupported(format!(
+                    "[multi_match] type [{other}]"
+                )))
+            }
+        };
+        let mut clauses = Vec::new();
+        for (field, fb) in &fields {
+            let mut q = Map::new();
+            q.insert("query".into(), Value::String(text.clone()));
+            for k in ["operator", "minimum_should_match", "slop"] {
+                if let Some(v) = m.get(k) {
+                    if phrase == (k == "slop") {
+                        q.insert(k.into(), v.clone());
+                    }
+                }
+            }
+            let mut outer = Map::new();
+            outer.insert(field.clone(), Value::Object(q));
+            let one = self.match_query(&Value::Object(outer), phrase)?;
+            clauses.push(Clause::new(Occur::Should, boosted(one, *fb)));
+        }
+        let q = if clauses.len() == 1 {
+            clauses.pop().expect("one clause").query
+        } else {
+            Query::boolean(clauses)
+        };
+        Ok(boosted(q, boost_of(m, "multi_match")?))
+    }
+
+    /// `["title^2", "body"]` → fields with boosts; absent → every text field.
+    fn field_list(
+        &self,
+        v: Option<&Value>,
+        what: &str,
+    ) -> Result<Vec<(String, Option<f32>)>, ApiError> {
+        let names: Vec<String> = match v {
+            None => self
+                .schema()
+                .text_fields()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|f| {
+                    f.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| parsing(format!("[{what}] fields must be strings")))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(parsing(format!("[{what}] fields must be an array"))),
+        };
+        if names.is_empty() {
+            return Err(parsing(format!("[{what}] needs at least one field")));
+        }
+        let mut out = Vec::new();
+        for n in names {
+            if n.contains('*') {
+                return Err(ApiError::unsupported(format!("field pattern [{n}]")));
+            }
+            match n.split_once('^') {
+                Some((f, b)) => {
+                    let b: f32 = b
+                        .parse()
+                        .ok()
+                        .filter(|b: &f32| b.is_finite() && *b >= 0.0)
+                        .ok_or_else(|| parsing(format!("bad boost in field [{n}]")))?;
+                    out.push((f.to_string(), Some(b)));
+                }
+                None => out.push((n, None)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// One exact (not analyzed) term; integer fields take integers.
+    fn exact_term(&self, field: &str, value: &Value, what: &str) -> Result<Query, ApiError> {
+        let text = scalar(value, what)?;
+        match self.schema().field_by_name(field) {
+            None => Ok(Query::MatchNone),
+            Some(f) if f.field_type == FieldType::Integer => {
+                Ok(Query::term(field, self.int_term(field, &text)?))
+            }
+            Some(_) => Ok(Query::term(field, text)),
+        }
+    }
+
+    fn term(&self, body: &Value) -> Result<Query, ApiError> {
+        let (field, m) = self.field_form(body, "term", "value", &["case_insensitive"])?;
+        if m.get("case_insensitive") == Some(&Value::Bool(true)) {
+            return Err(ApiError::unsupported("[term] case_insensitive"));
+        }
+        let q = self.exact_term(field, &m["value"], "term")?;
+        Ok(boosted(q, boost_of(&m, "term")?))
+    }
+
+    fn terms(&self, body: &Value) -> Result<Query, ApiError> {
+        let m = obj(body, "terms")?;
+        let boost = boost_of(m, "terms")?;
+        let mut fields = m
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "boost" | "_name"));
+        let (field, values) = match (fields.next(), fields.next()) {
+            (Some(kv), None) => kv,
+            _ => return Err(parsing("[terms] query needs exactly one field")),
+        };
+        let values = values
+            .as_array()
+            .ok_or_else(|| parsing(format!("[terms] values of [{field}] must be an array")))?;
+        let q = self.term_set(field, values, "terms")?;
+        Ok(boosted(q, boost))
+    }
+
+    fn term_set(&self, field: &str, values: &[Value], what: &str) -> Result<Query, ApiError> {
+        if values.len() > MAX_CLAUSES {
+            return Err(too_many(field));
+        }
+        let clauses = values
+            .iter()
+            .map(|v| Ok(Clause::new(Occur::Should, self.exact_term(field, v, what)?)))
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        Ok(match clauses.len() {
+            0 => Query::MatchNone,
+            _ => Query::boolean(clauses),
+        })
+    }
+
+    fn ids(&self, body: &Value) -> Result<Query, ApiError> {
+        let m = obj(body, "ids")?;
+        check_keys(m, &["values", "boost", "_name"], "ids")?;
+        let values = m
+            .get("values")
+            .and_then(Value::as_array)
+            .ok_or_else(|| parsing("[ids] needs an array [values]"))?;
+        let q = self.term_set(ID_FIELD, values, "ids")?;
+        Ok(boosted(q, boost_of(m, "ids")?))
+    }
+
+    fn exists(&self, body: &Value) -> Result<Query, ApiError> {
+        let m = obj(body, "exists")?;
+        check_keys(m, &["field", "boost", "_name"], "exists")?;
+        let field = m
+            .get("field")
+            .and_then(Value::as_str)
+            .ok_or_else(|| parsing("[exists] needs a string [field]"))?;
+        if self.schema().field_id(field).is_none() {
+            return Ok(Query::MatchNone);
+        }
+        // Every indexed value of a field is a term, so "some term with the empty prefix" is
+        // "the field has a value"; prefix queries score a constant 1 like Elasticsearch's.
+        let q = Query::Prefix {
+            field: field.to_string(),
+            prefix: String::new(),
+        };
+        Ok(boosted(q, boost_of(m, "exists")?))
+    }
+
+    fn prefix(&self, body: &Value) -> Result<Query, ApiError> {
+        let (field, m) = self.field_form(body, "prefix", "value", &["rewrite"])?;
+        let value = scalar(&m["value"], "prefix")?;
+        let q = if self.schema().field_id(field).is_none() {
+            Query::MatchNone
+        } else {
+            Query::Prefix {
+                field: field.to_string(),
+                prefix: value,
+            }
+        };
+        Ok(boosted(q, boost_of(&m, "prefix")?))
+    }
+
+    fn bool_query(&self, body: &Value, depth: usize) -> Result<Query, ApiError> {
+        let m = obj(body, "bool")?;
+        check_keys(
+            m,
+            &[
+                "must",
+                "should",
+                "must_not",
+                "filter",
+                "minimum_should_match",
+                "boost",
+                "_name",
+            ],
+            "bool",
+        )?;
+        let mut clauses = Vec::new();
+        let mut counts = [0usize; 4];
+        for (i, (key, occur)) in [
+            ("must", Occur::Must),
+            ("filter", Occur::Filter),
+            ("should", Occur::Should),
+            ("must_not", Occur::MustNot),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let items: Vec<&Value> = match m.get(key) {
+                None => vec![],
+                Some(Value::Array(a)) => a.iter().collect(),
+                Some(v @ Value::Object(_)) => vec![v],
+                Some(_) => {
+                    return Err(parsing(format!(
+                        "[bool] [{key}] must be a query object or an array of them"
+                    )))
+                }
+            };
+            counts[i] = items.len();
+            for item in items {
+                clauses.push(Clause::new(occur, self.query(item, depth + 1)?));
+            }
+        }
+        if clauses.len() > MAX_CLAUSES {
+            return Err(parsing(format!(
+                "[bool] has more than {MAX_CLAUSES} clauses"
+            )));
+        }
+        let [must, filter, should, must_not] = counts;
+        let minimum_should_match = match m.get("minimum_should_match") {
+            Some(v) => min_should_match(v, should)?,
+            None => 0,
+        };
+        let q = if clauses.is_empty() {
+            Query::MatchAll
+        } else {
+            if must + filter + should == 0 && must_not > 0 {
+                // Elasticsearch: a purely negative bool matches everything else, unscored.
+                clauses.push(Clause::new(Occur::Filter, Query::MatchAll));
+            }
+            Query::Boolean {
+                clauses,
+                minimum_should_match,
+            }
+        };
+        Ok(boosted(q, boost_of(m, "bool")?))
+    }
+
+    fn query_string(&self, body: &Value) -> Result<Query, ApiError> {
+        let m = obj(body, "query_string")?;
+        check_keys(
+            m,
+            &[
+                "query",
+                "default_field",
+                "fields",
+                "default_operator",
+                "boost",
+                "_name",
+            ],
+            "query_string",
+        )?;
+        let text = m
+            .get("query")
+            .and_then(Value::as_str)
+            .ok_or_else(|| parsing("[query_string] needs a string [query]"))?;
+        let mut fields: Vec<(String, Option<f32>)> = match (m.get("fields"), m.get("default_field"))
+        {
+            (Some(f), _) => self.field_list(Some(f), "query_string")?,
+            (None, Some(Value::String(f))) if f != "*" => vec![(f.clone(), None)],
+            _ => vec![],
+        };
+        for (f, _) in &fields {
+            if self.schema().field_id(f).is_none() {
+                return Err(ApiError::illegal(format!(
+                    "[query_string] field [{f}] is not mapped"
+                )));
+            }
+        }
+        let op = parse_operator(m.get("default_operator"))?;
+        let q = lucene_syntax(self.searcher, text, &mut fields, op)?;
+        Ok(boosted(q, boost_of(m, "query_string")?))
+    }
+}
+
+/// Parses `default_operator` (`AND`/`OR`, any case; absent = OR).
+pub fn parse_operator(v: Option<&Value>) -> Result<Operator, ApiError> {
+    match v.map(|o| scalar(o, "default_operator")).transpose()? {
+        None => Ok(Operator::Or),
+        Some(o) => match o.to_ascii_lowercase().as_str() {
+            "or" => Ok(Operator::Or),
+            "and" => Ok(Operator::And),
+            other => Err(parsing(format!(
+                "default_operator [{other}] is not one of AND, OR"
+            ))),
+        },
+    }
+}
+
+/// Lucene syntax through the library's parser (fields with boosts; none = every text field).
+pub fn lucene_syntax(
+    searcher: &Searcher,
+    text: &str,
+    fields: &mut [(String, Option<f32>)],
+    op: Operator,
+) -> Result<Query, ApiError> {
+    let names: Vec<&str> = fields.iter().map(|f| f.0.as_str()).collect();
+    let mut parser = searcher.query_parser(&names)?.with_default_operator(op);
+    for (f, b) in fields.iter() {
+        if let Some(b) = b {
+            parser = parser.with_field_boost(f.clone(), *b);
+        }
+    }
+    parser.parse(text).map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "query_shard_exception",
+            format!("Failed to parse query [{text}]: {e}"),
+        )
+    })
+}
+
+fn too_many(field: &str) -> ApiError {
+    parsing(format!(
+        "query on [{field}] has more than {MAX_CLAUSES} terms"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn searcher() -> Searcher {
+        let schema = Schema::builder()
+            .keyword("_id")
+            .text("title", true)
+            .text("body", true)
+            .keyword("tag")
+            .integer("year")
+            .build();
+        Searcher::new(schema, Arc::new(Vec::new()))
+    }
+
+    fn tr(v: Value) -> Result<Query, ApiError> {
+        translate(&v, &searcher())
+    }
+
+    #[test]
+    fn match_is_what_lucene_syntax_gives() {
+        let q = tr(json!({"match": {"body": "Oil Prices"}})).unwrap();
+        assert_eq!(q.to_string(), "body:oil body:prices");
+        let q = tr(json!({"match": {"body": {"query": "oil prices", "operator": "and"}}})).unwrap();
+        assert_eq!(q.to_string(), "+body:oil +body:prices");
+        let q = tr(json!({"match": {"body": "oil"}})).unwrap();
+        assert_eq!(q, Query::term("body", "oil"));
+    }
+
+    #[test]
+    fn phrases_terms_ids_exists_prefix() {
+        let q = tr(json!({"match_phrase": {"body": {"query": "crude oil", "slop": 2}}})).unwrap();
+        assert_eq!(q.to_string(), "body:\"crude oil\"~2");
+        let q = tr(json!({"term": {"year": 1987}})).unwrap();
+        assert_eq!(q, Query::term("year", "1987"));
+        let q = tr(json!({"term": {"tag": {"value": "Grain", "boost": 2.0}}})).unwrap();
+        assert_eq!(q, Query::boosted(Query::term("tag", "Grain"), 2.0));
+        let q = tr(json!({"terms": {"tag": ["a", "b"]}})).unwrap();
+        assert_eq!(q.to_string(), "tag:a tag:b");
+        let q = tr(json!({"ids": {"values": ["1", "2"]}})).unwrap();
+        assert_eq!(q.to_string(), "_id:1 _id:2");
+        let q = tr(json!({"exists": {"field": "tag"}})).unwrap();
+        assert!(matches!(q, Query::Prefix { ref prefix, .. } if prefix.is_empty()));
+        assert_eq!(
+            tr(json!({"exists": {"field": "nope"}})).unwrap(),
+            Query::MatchNone
+        );
+        let q = tr(json!({"prefix": {"title": "oi"}})).unwrap();
+        assert_eq!(q.to_string(), "title:oi*");
+    }
+
+    #[test]
+    fn bool_and_min_should_match() {
+        let q = tr(json!({"bool": {
+            "must": {"match": {"body": "oil"}},
+            "should": [{"term": {"tag": "x"}}, {"term": {"tag": "y"}}],
+            "must_not": [{"term": {"year": "1990"}}],
+            "filter": [{"match_all": {}}],
+            "minimum_should_match": "50%"
+        }}))
+        .unwrap();
+        match q {
+            Query::Boolean {
+                clauses,
+                minimum_should_match,
+            } => {
+                assert_eq!(clauses.len(), 5);
+                assert_eq!(minimum_should_match, 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        let q = tr(json!({"bool": {"must_not": {"term": {"tag": "x"}}}})).unwrap();
+        assert_eq!(q.to_string(), "-tag:x #*:*");
+        assert_eq!(tr(json!({"bool": {}})).unwrap(), Query::MatchAll);
+        assert_eq!(min_should_match(&json!(-1), 4).unwrap(), 3);
+        assert_eq!(min_should_match(&json!("-25%"), 4).unwrap(), 3);
+        assert!(min_should_match(&json!("3<90%"), 4).is_err());
+    }
+
+    #[test]
+    fn multi_match_and_query_string() {
+        let q = tr(json!({"multi_match": {"query": "oil", "fields": ["title^2", "body"], "type": "most_fields"}})).unwrap();
+        assert_eq!(q.to_string(), "(title:oil)^2.0 body:oil");
+        let e =
+            tr(json!({"multi_match": {"query": "oil", "fields": ["title", "body"]}})).unwrap_err();
+        assert!(e.reason.contains("dis_max"), "{}", e.reason);
+        let q =
+            tr(json!({"query_string": {"query": "oil AND title:gas", "default_field": "body"}}))
+                .unwrap();
+        assert_eq!(q.to_string(), "+body:oil +title:gas");
+        let e = tr(json!({"query_string": {"query": "oil AND (", "default_field": "body"}}))
+            .unwrap_err();
+        assert_eq!(e.status, 400);
+    }
+
+    #[test]
+    fn bad_queries_are_client_errors_naming_the_problem() {
+        for (v, needle) in [
+            (json!({"range": {"year": {"gte": 1}}}), "range"),
+            (json!({"fuzzy": {"body": "x"}}), "unknown query [fuzzy]"),
+            (
+                json!({"match": {"body": "x"}, "term": {"tag": "y"}}),
+                "more than one",
+            ),
+            (json!({"match": 3}), "must be an object"),
+            (json!({"term": {"year": "abc"}}), "not an integer"),
+            (json!({"match": {"body": {"qurey": "x"}}}), "qurey"),
+            (json!([]), "must be an object"),
+        ] {
+            let e = tr(v.clone()).unwrap_err();
+            assert!(e.status.is_client_error());
+            assert!(e.reason.contains(needle), "{v}: {}", e.reason);
+        }
+        let mut deep = json!({"match_all": {}});
+        for _ in 0..40 {
+            deep = json!({"bool": {"must": [deep]}});
+        }
+        assert!(tr(deep).unwrap_err().reason.contains("nested"));
+    }
+}
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e3f64..1e3).prop_map(Value::from),
+            prop_oneof![
+                Just("match"),
+                Just("bool"),
+                Just("must"),
+                Just("should"),
+                Just("title"),
+                Just("body"),
+                Just("id"),
+                Just("query"),
+                Just("term"),
+                Just("terms"),
+                Just("match_phrase"),
+                Just("slop"),
+                Just("boost"),
+                Just("minimum_should_match"),
+                Just("query_string"),
+                Just("multi_match"),
+                Just("fields"),
+                Just("50%"),
+                Just("oil AND (gas"),
+                Just("prefix"),
+                Just("exists"),
+                Just("field"),
+                Just("ids"),
+                Just("values"),
+                Just("must_not"),
+                Just("filter"),
+                Just("operator"),
+                Just("and"),
+            ]
+            .prop_map(|s| Value::String(s.to_string())),
+        ];
+        leaf.prop_recursive(6, 64, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("match"),
+                            Just("bool"),
+                            Just("must"),
+                            Just("should"),
+                            Just("title"),
+                            Just("body"),
+                            Just("id"),
+                            Just("query"),
+                            Just("term"),
+                            Just("terms"),
+                            Just("match_phrase"),
+                            Just("slop"),
+                            Just("boost"),
+                            Just("query_string"),
+                            Just("multi_match"),
+                            Just("fields"),
+                            Just("prefix"),
+                            Just("exists"),
+                            Just("field"),
+                            Just("ids"),
+                            Just("values"),
+                            Just("must_not"),
+                            Just("filter"),
+                            Just("operator"),
+                            Just("minimum_should_match"),
+                            Just("type"),
+                            Just("match_all"),
+                        ],
+                        inner
+                    ),
+                    0..3
+                )
+                .prop_map(|kv| Value::Object(
+                    kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The fuzz target's property on a fast budget: translating any JSON never panics and
+        /// every refusal is a client error.
+        #[test]
+        fn any_json_translates_or_is_a_client_error(v in json_value()) {
+            let schema = Schema::builder()
+                .keyword("_id")
+                .integer("id")
+                .text("title", true)
+                .text("body", true)
+                .build();
+            let s = Searcher::new(schema, Arc::new(Vec::new()));
+            if let Err(e) = translate(&v, &s) {
+                prop_assert!(e.status.is_client_error(), "{}", e);
+            }
+            if let Ok(q) = translate(&serde_json::json!({"bool": {"must": [v]}}), &s) {
+                let _ = s.search(&q, 10, quarry::SearchMode::TopCount);
+            }
+        }
+    }
+}

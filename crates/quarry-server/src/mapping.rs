@@ -1,0 +1,202 @@
+//! How do Elasticsearch mappings and index names become quarry schemas and directories?
+use quarry::{FieldEntry, FieldType, Schema};
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+
+/// The keyword field holding each document's `_id` (always present, first in the schema).
+pub const ID_FIELD: &str = "_id";
+
+/// Checks an index name the way Elasticsearch does, and more strictly so that a name is always
+/// one safe directory name: 1–255 bytes of lowercase ASCII letters, digits, `-`, `_`, `.` and
+/// `+`, not starting with `-`, `_`, `+` or `.`.
+pub fn check_index_name(name: &str) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        Err(ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_index_name_exception",
+            format!("Invalid index name [{name}], {why}"),
+        )
+        .in_index(name))
+    };
+    if name.is_empty() || name.len() > 255 {
+        return bad("must be 1 to 255 bytes long");
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '-' | '_' | '.' | '+'))
+    {
+        return bad(&format!(
+            "must contain only lowercase letters, digits and - _ . + (found {c:?})"
+        ));
+    }
+    if name.starts_with(['-', '_', '+', '.']) {
+        return bad("must not start with '-', '_', '+' or '.'");
+    }
+    Ok(())
+}
+
+/// Builds the schema of a new index from the `mappings` object of `PUT /{index}`.
+///
+/// Supported field types: `text` (standard analyzer), `keyword`, `integer`/`long`/`short`/
+/// `byte` (all stored as 64-bit integers), `boolean`, and `float`/`double` (64-bit). Anything else is refused with a 400 naming it.
+pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError> {
+    let mut fields = vec![FieldEntry {
+        name: ID_FIELD.into(),
+        field_type: FieldType::Keyword,
+        stored: true,
+        analyzer: "standard".into(),
+    }];
+    let props = match mappings {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => {
+            for key in m.keys() {
+                if !matches!(key.as_str(), "properties" | "dynamic" | "_source") {
+                    return Err(mapper(format!(
+                        "mappings: [{key}] is not supported (supported: properties, dynamic)"
+                    )));
+                }
+            }
+            if let Some(d) = m.get("dynamic") {
+                if !(d == "strict" || d == false || d == "false") {
+                    return Err(mapper(
+                        "mappings: only \"dynamic\": \"strict\" is supported: every field must be mapped when the index is created",
+                    ));
+                }
+            }
+            match m.get("properties") {
+                None => None,
+                Some(Value::Object(p)) => Some(p),
+                Some(_) => return Err(mapper("mappings.properties must be an object")),
+            }
+        }
+        Some(_) => return Err(mapper("mappings must be an object")),
+    };
+    for (name, def) in props.into_iter().flatten() {
+        if name == ID_FIELD {
+            return Err(mapper(
+                "field [_id] is a metadata field and cannot be mapped",
+            ));
+        }
+        let Value::Object(def) = def else {
+            return Err(mapper(format!(
+                "mapping of field [{name}] must be an object"
+            )));
+        };
+        let ty = match def.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(_) => return Err(mapper(format!("[type] of field [{name}] must be a string"))),
+            None if def.contains_key("properties") => {
+                return Err(mapper(format!(
+                    "field [{name}]: object fields are not supported; map flat fields"
+                )))
+            }
+            None => return Err(mapper(format!("no [type] given for field [{name}]"))),
+        };
+        let field_type = match ty {
+            "text" => FieldType::Text,
+            "keyword" => FieldType::Keyword,
+            "integer" | "long" | "short" | "byte" => FieldType::Integer,
+            "boolean" => FieldType::Boolean,
+            "float" | "double" => FieldType::Float,
+            other => {
+                return Err(mapper(format!(
+                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double)"
+                )))
+            }
+        };
+        for key in def.keys() {
+            if !matches!(key.as_str(), "type" | "store" | "index" | "analyzer") {
+                return Err(mapper(format!(
+                    "field [{name}]: mapping parameter [{key}] is not supported"
+                )));
+            }
+        }
+        if let Some(a) = def.get("analyzer") {
+            if a != "standard" {
+                return Err(mapper(format!(
+                    "field [{name}]: analyzer {a} is not supported (only \"standard\")"
+                )));
+            }
+        }
+        if let Some(i) = def.get("index") {
+            if i != true {
+                return Err(mapper(format!(
+                    "field [{name}]: \"index\": {i} is not supported (every field is indexed)"
+                )));
+            }
+        }
+        fields.push(FieldEntry {
+            name: name.clone(),
+            field_type,
+            stored: true,
+            analyzer: "standard".into(),
+        });
+    }
+    Schema::new(fields).map_err(|e| mapper(e.to_string()))
+}
+
+fn mapper(reason: impl Into<String>) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::BAD_REQUEST,
+        "mapper_parsing_exception",
+        reason,
+    )
+}
+
+/// The `mappings` object of `GET /{index}/_mapping` for a schema.
+pub fn mappings_of(schema: &Schema) -> Value {
+    let mut props = Map::new();
+    for f in schema.fields().iter().filter(|f| f.name != ID_FIELD) {
+        let ty = match f.field_type {
+            FieldType::Text => "text",
+            FieldType::Keyword => "keyword",
+            FieldType::Integer => "long",
+            FieldType::Boolean => "boolean",
+            FieldType::Float => "double",
+        };
+        props.insert(f.name.clone(), json!({"type": ty}));
+    }
+    json!({"dynamic": "strict", "properties": props})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_could_escape_the_data_directory_are_refused() {
+        for bad in [
+            "", "..", ".", "../x", "a/b", "a\\b", "A", "-a", "_a", "a b", "a:b", "a\0",
+        ] {
+            assert!(check_index_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["reuters", "w2-2024.01", "a+b", "x_1"] {
+            check_index_name(good).unwrap();
+        }
+        assert!(check_index_name(&"a".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn mappings_become_a_schema_and_back() {
+        let m = json!({"properties": {"title": {"type": "text"}, "tag": {"type": "keyword"},
+                                      "year": {"type": "integer"}}});
+        let s = schema_from_mappings(Some(&m)).unwrap();
+        assert_eq!(s.fields()[0].name, "_id");
+        assert_eq!(
+            s.field_by_name("year").unwrap().field_type,
+            FieldType::Integer
+        );
+        let back = mappings_of(&s);
+        assert_eq!(back["properties"]["title"]["type"], "text");
+        assert_eq!(back["properties"]["year"]["type"], "long");
+    }
+
+    #[test]
+    fn unknown_types_are_refused_by_name() {
+        let m = json!({"properties": {"loc": {"type": "geo_point"}}});
+        let e = schema_from_mappings(Some(&m)).unwrap_err();
+        assert_eq!(e.kind, "mapper_parsing_exception");
+        assert!(e.reason.contains("geo_point"), "{}", e.reason);
+    }
+}

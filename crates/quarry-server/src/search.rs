@@ -1,0 +1,354 @@
+//! What does a `_search` or `_count` request ask for, and how is the answer shaped?
+use std::collections::HashMap;
+
+use quarry::query::Query;
+use quarry::{SearchMode, Searcher};
+use serde_json::{json, Map, Value};
+
+use crate::dsl;
+use crate::engine::{source_of, IndexHandle};
+use crate::error::ApiError;
+use crate::indices::parse_duration_ms;
+
+/// Elasticsearch's `index.max_result_window`: `from + size` may not exceed it.
+pub const MAX_RESULT_WINDOW: usize = 10_000;
+
+/// How `hits.total` is tracked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TrackTotal {
+    /// `false`: no total.
+    Off,
+    /// Exact up to this many, then `gte` (default 10,000; `true` = unbounded).
+    UpTo(u64),
+}
+
+/// Which stored fields go into `_source`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SourceFilter {
+    pub enabled: bool,
+    pub includes: Vec<String>,
+    pub excludes: Vec<String>,
+}
+
+/// A parsed search request.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub query: Query,
+    pub from: usize,
+    pub size: usize,
+    pub track_total: TrackTotal,
+    pub source: SourceFilter,
+    /// Accepted and validated; the engine has no deadlines yet, so it is not enforced.
+    pub timeout_ms: Option<u64>,
+}
+
+fn usize_of(v: &Value, what: &str) -> Result<usize, ApiError> {
+    match v {
+        Value::Number(n) => n.as_u64().map(|x| x as usize),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| ApiError::parsing(format!("[{what}] must be a non-negative integer")))
+}
+
+/// Parses `_source`: `true`/`false`, a pattern, a list of patterns, or `{includes, excludes}`.
+pub fn parse_source(v: &Value) -> Result<SourceFilter, ApiError> {
+    let list = |v: &Value| -> Result<Vec<String>, ApiError> {
+        match v {
+            Value::String(s) => Ok(s.split(',').map(str::to_string).collect()),
+            Value::Array(a) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| ApiError::parsing("[_source] patterns must be strings"))
+                })
+                .collect(),
+            _ => Err(ApiError::parsing("[_source] patterns must be strings")),
+        }
+    };
+    Ok(match v {
+        Value::Bool(b) => SourceFilter {
+            enabled: *b,
+            ..Default::default()
+        },
+        Value::String(s) if s == "true" || s == "false" => SourceFilter {
+            enabled: s == "true",
+            ..Default::default()
+        },
+        Value::Object(m) => {
+            for k in m.keys() {
+                if !matches!(k.as_str(), "includes" | "excludes" | "include" | "exclude") {
+                    return Err(ApiError::parsing(format!(
+                        "[_source] does not support [{k}]"
+                    )));
+                }
+            }
+            let get = |a: &str, b: &str| m.get(a).or_else(|| m.get(b)).map(list).transpose();
+            SourceFilter {
+                enabled: true,
+                includes: get("includes", "include")?.unwrap_or_default(),
+                excludes: get("excludes", "exclude")?.unwrap_or_default(),
+            }
+        }
+        other => SourceFilter {
+            enabled: true,
+            includes: list(other)?,
+            excludes: vec![],
+        },
+    })
+}
+
+/// `*` matches any run of characters; everything else literally.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
+}
+
+impl SourceFilter {
+    /// Applies the filter to a document's source.
+    pub fn apply(&self, source: Map<String, Value>) -> Option<Map<String, Value>> {
+        if !self.enabled {
+            return None;
+        }
+        Some(
+            source
+                .into_iter()
+                .filter(|(k, _)| {
+                    (self.includes.is_empty() || self.includes.iter().any(|p| glob(p, k)))
+                        && !self.excludes.iter().any(|p| glob(p, k))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Builds a request from the JSON body (may be empty) and the URL parameters (`q`, `df`,
+/// `default_operator`, `from`, `size`, `_source`, `track_total_hits`, `timeout`).
+pub fn parse_request(
+    body: &Value,
+    params: &HashMap<String, String>,
+    searcher: &Searcher,
+    count_only: bool,
+) -> Result<SearchRequest, ApiError> {
+    let empty = Map::new();
+    let m = match body {
+        Value::Null => &empty,
+        Value::Object(m) => m,
+        _ => return Err(ApiError::parsing("the search body must be an object")),
+    };
+    let allowed: &[&str] = if count_only {
+        &["query"]
+    } else {
+        &[
+            "query",
+            "from",
+            "size",
+            "_source",
+            "track_total_hits",
+            "timeout",
+        ]
+    };
+    for k in m.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(ApiError::parsing(format!(
+                "Unknown key [{k}] in the search body (quarry supports: {})",
+                allowed.join(", ")
+            )));
+        }
+    }
+    let query = match (m.get("query"), params.get("q")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::illegal(
+                "use either the [q] parameter or a [query] in the body, not both",
+            ))
+        }
+        (Some(q), None) => dsl::translate(q, searcher)?,
+        (None, Some(q)) => {
+            let mut fields: Vec<(String, Option<f32>)> = params
+                .get("df")
+                .map(|f| vec![(f.clone(), None)])
+                .unwrap_or_default();
+            let op = dsl::parse_operator(
+                params
+                    .get("default_operator")
+                    .map(|s| Value::String(s.clone()))
+                    .as_ref(),
+            )?;
+            dsl::lucene_syntax(searcher, q, &mut fields, op)?
+        }
+        (None, None) => Query::MatchAll,
+    };
+    let pick = |key: &str| -> Option<Value> {
+        params
+            .get(key)
+            .map(|s| Value::String(s.clone()))
+            .or_else(|| m.get(key).cloned())
+    };
+    let from = pick("from")
+        .map(|v| usize_of(&v, "from"))
+        .transpose()?
+        .unwrap_or(0);
+    let size = pick("size")
+        .map(|v| usize_of(&v, "size"))
+        .transpose()?
+        .unwrap_or(10);
+    if from.saturating_add(size) > MAX_RESULT_WINDOW {
+        return Err(ApiError::illegal(format!(
+            "Result window is too large, from + size must be less than or equal to: [{MAX_RESULT_WINDOW}] but was [{}]",
+            from.saturating_add(size)
+        )));
+    }
+    let track_total = match pick("track_total_hits") {
+        None => TrackTotal::UpTo(10_000),
+        Some(Value::Bool(true)) => TrackTotal::UpTo(u64::MAX),
+        Some(Value::Bool(false)) => TrackTotal::Off,
+        Some(Value::String(s)) if s == "true" => TrackTotal::UpTo(u64::MAX),
+        Some(Value::String(s)) if s == "false" => TrackTotal::Off,
+        Some(v) => TrackTotal::UpTo(usize_of(&v, "track_total_hits")? as u64),
+    };
+    let source = match pick("_source") {
+        None => SourceFilter {
+            enabled: true,
+            ..Default::default()
+        },
+        Some(v) => parse_source(&v)?,
+    };
+    let timeout_ms = match pick("timeout") {
+        None => None,
+        Some(Value::String(s)) => Some(parse_duration_ms(&s).ok_or_else(|| {
+            ApiError::parsing(format!(
+                "failed to parse [timeout] value [{s}] (e.g. 500ms, 2s)"
+            ))
+        })?),
+        Some(_) => {
+            return Err(ApiError::parsing(
+                "[timeout] must be a string such as \"2s\"",
+            ))
+        }
+    };
+    Ok(SearchRequest {
+        query,
+        from,
+        size,
+        track_total,
+        source,
+        timeout_ms,
+    })
+}
+
+/// Runs a search request on one index and builds the Elasticsearch response body.
+pub fn run(
+    handle: &IndexHandle,
+    req: &SearchRequest,
+    took_start: std::time::Instant,
+) -> Result<Value, ApiError> {
+    let k = req.from + req.size;
+    let mode = match req.track_total {
+        TrackTotal::Off => SearchMode::Top,
+        TrackTotal::UpTo(_) => SearchMode::TopCount,
+    };
+    let (searcher, result) = handle.search(&req.query, k.max(1), mode)?;
+    let mut hits = Vec::new();
+    for hit in result.top.iter().skip(req.from).take(req.size) {
+        let stored = searcher.stored_fields(hit.doc)?;
+        let id = stored
+            .get(crate::mapping::ID_FIELD)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let mut h = json!({"_index": handle.name(), "_id": id, "_score": hit.score});
+        if let Some(src) = req.source.apply(source_of(stored)) {
+            h["_source"] = Value::Object(src);
+        }
+        hits.push(h);
+    }
+    let max_score = result.top.first().map(|h| h.score);
+    let mut hits_obj = json!({"max_score": max_score, "hits": hits});
+    if let TrackTotal::UpTo(limit) = req.track_total {
+        let (value, relation) = if result.total_hits > limit {
+            (limit, "gte")
+        } else {
+            (result.total_hits, "eq")
+        };
+        hits_obj["total"] = json!({"value": value, "relation": relation});
+    }
+    Ok(json!({
+        "took": took_start.elapsed().as_millis() as u64,
+        "timed_out": false,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "hits": hits_obj,
+    }))
+}
+
+/// Runs a `_count` request.
+pub fn count(handle: &IndexHandle, req: &SearchRequest) -> Result<Value, ApiError> {
+    let (_, result) = handle.search(&req.query, 0, SearchMode::Count)?;
+    Ok(json!({
+        "count": result.total_hits,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_filters() {
+        let src: Map<String, Value> =
+            serde_json::from_value(json!({"title": "a", "body": "b", "year": 1})).unwrap();
+        let f = parse_source(&json!(["t*"])).unwrap();
+        assert_eq!(
+            Value::Object(f.apply(src.clone()).unwrap()),
+            json!({"title": "a"})
+        );
+        let f = parse_source(&json!({"excludes": ["body"]})).unwrap();
+        assert_eq!(
+            Value::Object(f.apply(src.clone()).unwrap()),
+            json!({"title": "a", "year": 1})
+        );
+        assert!(parse_source(&json!(false))
+            .unwrap()
+            .apply(src.clone())
+            .is_none());
+        assert!(parse_source(&json!(3)).is_err());
+        assert!(glob("*e*", "title"));
+        assert!(!glob("b*y", "bodx"));
+    }
+
+    #[test]
+    fn request_parameters() {
+        let schema = quarry::Schema::builder()
+            .keyword("_id")
+            .text("body", true)
+            .build();
+        let s = Searcher::new(schema, std::sync::Arc::new(Vec::new()));
+        let mut p = HashMap::new();
+        p.insert("q".to_string(), "oil".to_string());
+        p.insert("size".to_string(), "3".to_string());
+        let r = parse_request(&Value::Null, &p, &s, false).unwrap();
+        assert_eq!(r.query, Query::term("body", "oil"));
+        assert_eq!(r.size, 3);
+        let body = json!({"query": {"match_all": {}}, "from": 9990, "size": 20});
+        assert!(parse_request(&body, &HashMap::new(), &s, false).is_err());
+        let body = json!({"aggs": {}});
+        let e = parse_request(&body, &HashMap::new(), &s, false).unwrap_err();
+        assert!(e.reason.contains("aggs"));
+        let body = json!({"timeout": "2x"});
+        assert!(parse_request(&body, &HashMap::new(), &s, false).is_err());
+        let body = json!({"timeout": "20ms", "track_total_hits": false});
+        let r = parse_request(&body, &HashMap::new(), &s, false).unwrap();
+        assert_eq!(r.timeout_ms, Some(20));
+        assert_eq!(r.track_total, TrackTotal::Off);
+    }
+}

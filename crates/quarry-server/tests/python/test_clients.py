@@ -1,0 +1,139 @@
+"""The official Elasticsearch Python clients (9.x as `elasticsearch`, 8.x as `elasticsearch8`)
+drive `quarry serve`; search results are compared with the library through `quarry search`."""
+import importlib
+import io
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+import zstandard  # noqa: F401  (only to fail early with a clear message if missing)
+
+QUARRY = os.environ["QUARRY_BIN"]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+CORPUS = os.path.join(ROOT, "data", "reuters21578.jsonl.zst")
+N_DOCS = int(os.environ.get("QUARRY_CLIENT_DOCS", "5000"))
+
+MAPPINGS = {
+    "properties": {
+        "id": {"type": "integer"},
+        "title": {"type": "text"},
+        "body": {"type": "text"},
+        "date": {"type": "keyword"},
+        "topics": {"type": "keyword"},
+    }
+}
+
+
+def reuters(n):
+    import zstandard as zstd
+
+    with open(CORPUS, "rb") as f:
+        text = io.TextIOWrapper(zstd.ZstdDecompressor().stream_reader(f), encoding="utf-8")
+        for i, line in enumerate(text):
+            if i >= n:
+                break
+            yield json.loads(line)
+
+
+@pytest.fixture(scope="module")
+def server():
+    data = tempfile.mkdtemp(prefix="quarry-server-test-")
+    proc = subprocess.Popen(
+        [QUARRY, "serve", "--data", data, "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    assert line.startswith("quarry listening on "), line
+    url = line.split(" on ", 1)[1]
+    yield url, data
+    proc.terminate()  # SIGTERM: clean shutdown with a final commit
+    assert proc.wait(timeout=60) == 0
+
+
+def library_search(data, index, query, k=10):
+    """Top hits of `query` (Lucene syntax over `body`) from the library, via `quarry search`."""
+    out = subprocess.run(
+        [QUARRY, "search", "--index", os.path.join(data, index, "index"), "--json",
+         "--default-field", "body", "--top", str(k), query],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    v = json.loads(out)
+    return v["hits"], [(h["doc"]["_id"], h["score"]) for h in v["top"]]
+
+
+DSL_CASES = [
+    ({"match": {"body": "oil prices"}}, "body:(oil prices)"),
+    ({"match": {"body": {"query": "oil prices", "operator": "and"}}}, "+body:oil +body:prices"),
+    ({"match_phrase": {"body": {"query": "crude oil", "slop": 2}}}, 'body:"crude oil"~2'),
+    ({"bool": {"must": [{"match": {"title": "cocoa"}}], "should": [{"match": {"body": "brazil"}}]}},
+     "+title:cocoa body:brazil"),
+    ({"query_string": {"query": "wheat AND (export OR exports)", "default_field": "body"}},
+     "body:wheat AND (body:export OR body:exports)"),
+    ({"term": {"topics": "grain"}}, "topics:grain"),
+]
+
+
+@pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
+def test_client_round_trip(server, module):
+    es_mod = importlib.import_module(module)
+    helpers = importlib.import_module(module + ".helpers")
+    url, data = server
+    es = es_mod.Elasticsearch(url, request_timeout=120)
+    index = "reuters-" + module
+    assert es.info()["version"]["build_flavor"] == "default"
+    if es.indices.exists(index=index):
+        es.indices.delete(index=index)
+    es.indices.create(index=index, mappings=MAPPINGS, settings={"refresh_interval": "1s"})
+    assert es.indices.exists(index=index)
+    assert es.indices.get_mapping(index=index)[index]["mappings"]["properties"]["title"]["type"] == "text"
+
+    actions = ({"_index": index, "_id": str(d["id"]), "_source": d} for d in reuters(N_DOCS))
+    ok, errors = helpers.bulk(es, actions, chunk_size=500)
+    assert ok == N_DOCS and not errors
+    es.indices.refresh(index=index)
+    assert es.count(index=index)["count"] == N_DOCS
+    es.indices.flush(index=index)  # commit, so that `quarry search` (the library) sees it all
+
+    for dsl, lucene in DSL_CASES:
+        r = es.search(index=index, query=dsl, size=10, track_total_hits=True)
+        total, top = library_search(data, index, lucene)
+        assert r["hits"]["total"] == {"value": total, "relation": "eq"}, dsl
+        got = [(h["_id"], h["_score"]) for h in r["hits"]["hits"]]
+        assert [g[0] for g in got] == [t[0] for t in top], dsl
+        for (_, s1), (_, s2) in zip(got, top):
+            assert abs(s1 - s2) <= 1e-6 * max(1.0, abs(s2)), dsl
+
+    r = es.search(index=index, q="title:cocoa", size=3, source=["title"])
+    assert len(r["hits"]["hits"]) == 3
+    assert set(r["hits"]["hits"][0]["_source"]) == {"title"}
+
+    doc = es.get(index=index, id="1")
+    assert doc["found"] and doc["_source"]["title"] == "BAHIA COCOA REVIEW"
+    assert not es.exists(index=index, id="no-such-doc")
+    r = es.index(index=index, id="new-1", document={"title": "fresh", "body": "brand new text"})
+    assert r["result"] == "created"
+    assert es.get(index=index, id="new-1")["_source"]["body"] == "brand new text"
+    es.indices.refresh(index=index)
+    assert es.count(index=index, query={"match": {"body": "brand"}})["count"] >= 1
+
+    r = es.index(index=index, id="new-1", document={"title": "again", "body": "replaced text"})
+    assert r["result"] == "updated"
+    assert es.update(index=index, id="new-1", doc={"title": "changed"})["result"] == "updated"
+    assert es.get(index=index, id="new-1")["_source"] == {"title": "changed", "body": "replaced text"}
+    assert es.delete(index=index, id="new-1")["result"] == "deleted"
+    assert not es.exists(index=index, id="new-1")
+    with pytest.raises(es_mod.NotFoundError):
+        es.delete(index=index, id="new-1")
+    es.indices.refresh(index=index)
+    assert es.count(index=index)["count"] == N_DOCS
+    with pytest.raises(es_mod.NotFoundError):
+        es.search(index="no-such-index", query={"match_all": {}})
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index=index, query={"range": {"id": {"gte": 3}}})
+    assert "range" in str(e.value)
+
+    es.indices.delete(index=index)
+    assert not es.indices.exists(index=index)
