@@ -15,10 +15,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::measure;
-use crate::parity::Parity;
 use crate::cache;
 use crate::launch::{lucene_launcher, lucene_version, os, run_driver, Launcher};
+use crate::parity::Parity;
 use crate::workload::{self, Prepared};
 
 #[derive(Debug, Args)]

@@ -257,7 +257,10 @@ fn queries_may_start_with_a_minus_and_wording_is_right() {
         "{err}"
     );
     let inspect = ok(quarry().args(["inspect", "--index"]).arg(&idx));
-    assert!(inspect.contains(": 3 docs (0 deleted) in 1 segment"), "{inspect}");
+    assert!(
+        inspect.contains(": 3 docs (0 deleted) in 1 segment"),
+        "{inspect}"
+    );
     // Wrong type: "an integer", the schema's words, no Debug names.
     let bad = t.path().join("bad.jsonl");
     write(&bad, "{\"id\": \"x\"}\n");
