@@ -7,7 +7,7 @@
 //! far, and the requests queued behind it usually find their records already durable.
 //!
 //! After a commit that contains every record up to sequence number `s` (stored in the commit's
-//! user data), [`Translog::trim`] empties the file. On start, [`Translog::replay`] returns the
+//! user data), [`Translog::trim`] empties the file. On start, [`Translog::open`] returns the
 //! records after the committed sequence number; a torn or corrupt tail (a write that was never
 //! acknowledged) ends the replay and is cut off.
 use std::fs::{File, OpenOptions};
