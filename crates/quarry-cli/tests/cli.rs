@@ -1,59 +1,9 @@
 //! The `quarry` binary end to end: indexing, bad input, crash safety, batch search equivalence.
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn quarry() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-}
+use std::io::Write;
 
-fn root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn reuters(n: usize) -> Vec<String> {
-    let f = std::fs::File::open(root().join("data/reuters21578.jsonl.zst")).unwrap();
-    BufReader::new(zstd::Decoder::new(f).unwrap())
-        .lines()
-        .take(n)
-        .map(|l| l.unwrap())
-        .collect()
-}
-
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut f = std::fs::File::create(path).unwrap();
-    for l in lines {
-        writeln!(f, "{l}").unwrap();
-    }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().unwrap()
-}
-
-fn ok(cmd: &mut Command) -> String {
-    let out = run(cmd);
-    assert!(
-        out.status.success(),
-        "command failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn schema() -> PathBuf {
-    root().join("data/reuters-schema.json")
-}
-
-fn count(index: &Path, q: &str) -> u64 {
-    let out = ok(quarry()
-        .args(["search", "--json", "--mode", "count", "--index"])
-        .arg(index)
-        .arg(q));
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    v["hits"].as_u64().unwrap()
-}
+use common::*;
 
 #[test]
 fn index_infers_schema_and_searches_json() {

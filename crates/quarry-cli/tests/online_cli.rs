@@ -1,61 +1,12 @@
 //! The `quarry` binary with a changing index: delete, upsert with `--key`, inspect showing
 //! deletions, the writer lock, a merge failure reported apart from the commit, a closed stdout
 //! pipe, and clean-up after a failed first run.
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn quarry() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-}
+use std::path::Path;
+use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn reuters(n: usize) -> Vec<String> {
-    let f = std::fs::File::open(root().join("data/reuters21578.jsonl.zst")).unwrap();
-    BufReader::new(zstd::Decoder::new(f).unwrap())
-        .lines()
-        .take(n)
-        .map(|l| l.unwrap())
-        .collect()
-}
-
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut f = std::fs::File::create(path).unwrap();
-    for l in lines {
-        writeln!(f, "{l}").unwrap();
-    }
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
-
-fn ok(cmd: &mut Command) -> String {
-    let out: Output = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "command failed: {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-fn schema() -> PathBuf {
-    root().join("data/reuters-schema.json")
-}
-
-fn count(index: &Path, q: &str) -> u64 {
-    let out = ok(quarry()
-        .args(["search", "--json", "--mode", "count", "--index"])
-        .arg(index)
-        .arg(q));
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    v["hits"].as_u64().unwrap()
-}
+use common::*;
 
 fn index_cmd(input: &Path, idx: &Path) -> Command {
     let mut c = quarry();
