@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod index;
+mod query;
 mod schema;
 mod search;
 
@@ -34,7 +35,7 @@ fn _quarry(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndexReader>()?;
     m.add_class::<index::PyIndexWriter>()?;
     m.add_class::<search::PySearcher>()?;
-    m.add_class::<search::PyQuery>()?;
+    m.add_class::<query::PyQuery>()?;
     m.add_class::<search::PyHit>()?;
     m.add_class::<search::PySearchResult>()?;
     Ok(())

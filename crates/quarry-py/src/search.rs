@@ -7,26 +7,9 @@ use quarry::query::Query;
 use quarry::{CollectionStats, DocAddress, SearchMode, Searcher};
 use serde_json::{Map, Value};
 
+use crate::query::PyQuery;
 use crate::schema::PySchema;
 use crate::{convert, detached, errors};
-
-/// A parsed query (Lucene classic syntax). ``str(query)`` renders it as Lucene's
-/// ``Query.toString()`` does.
-#[pyclass(name = "Query", module = "quarry", frozen)]
-#[derive(Clone)]
-pub struct PyQuery {
-    inner: Query,
-}
-
-#[pymethods]
-impl PyQuery {
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
-    fn __repr__(&self) -> String {
-        format!("Query({:?})", self.inner.to_string())
-    }
-}
 
 /// One search hit: ``score`` (BM25, float32 precision), ``doc`` (the document's address
 /// ``(segment, doc)`` in the searcher it came from), ``seq`` (its position in index order),
@@ -251,9 +234,7 @@ impl PySearcher {
         query: &str,
         default_fields: Option<Vec<String>>,
     ) -> PyResult<PyQuery> {
-        Ok(PyQuery {
-            inner: self.parse_str(py, query, default_fields)?,
-        })
+        Ok(PyQuery::new(self.parse_str(py, query, default_fields)?))
     }
 
     /// Runs ``query`` and returns a :class:`SearchResult` whose hits carry score, address and

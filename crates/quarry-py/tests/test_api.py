@@ -104,6 +104,55 @@ def test_parse_and_query_objects(index):
     assert s.search(q)[0].fields["id"] == 1
 
 
+def test_query_objects_pickle_exactly(index):
+    s = index.searcher()
+    texts = [
+        "oil AND prices",
+        'title:"oil prices"~2 -wheat',
+        "pri* OR tag:fx^2.5",
+        "+(oil dollar) +title:prices^0.3",
+        "*:*",
+        "the",  # every word may analyze away: an empty boolean
+    ]
+    for text in texts:
+        q = s.parse(text)
+        q2 = pickle.loads(pickle.dumps(q))
+        assert q2 == q and str(q2) == str(q)
+        assert quarry.Query.from_state(q.state()) == q
+        want = s.search(q, limit=10)
+        got = s.search(q2, limit=10)
+        assert [(h.score, h.doc) for h in got] == [(h.score, h.doc) for h in want]
+        assert got.count == want.count
+    assert s.parse("oil") != s.parse("wheat")
+    assert s.parse("title:oil^2").state() == ("boost", ("term", "title", "oil"), 2.0)
+
+
+@pytest.mark.parametrize(
+    "state, where",
+    [
+        ("term", "expected a tuple"),
+        (("term", "title"), "expected 3"),
+        (("nosuch", "a", "b"), "unknown node"),
+        (("bool", [("sometimes", ("all",))], 0), "unknown occur"),
+        (("bool", [("must", ("term", "title", 3))], 0), "state[1][0][1]: term"),
+        (("boost", ("all",), -1.0), "non-negative"),
+        (("boost", ("all",), 0.1), "float32"),
+        (("phrase", "body", [(2, "a"), (1, "b")], 0), "ascending"),
+    ],
+)
+def test_bad_query_states_are_typed_errors(state, where):
+    with pytest.raises(quarry.InvalidArgumentError, match=where.replace("[", r"\[")):
+        quarry.Query.from_state(state)
+
+
+def test_deep_query_state_is_bounded():
+    state = ("all",)
+    for _ in range(2000):
+        state = ("boost", state, 1.0)
+    with pytest.raises(quarry.InvalidArgumentError, match="deeper"):
+        quarry.Query.from_state(state)
+
+
 def test_query_syntax_error_has_column(index):
     s = index.searcher()
     with pytest.raises(quarry.QuerySyntaxError) as e:

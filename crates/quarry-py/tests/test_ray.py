@@ -5,6 +5,7 @@ index's counts and top-10 (ids and scores; equal scores may come in another orde
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
@@ -82,3 +83,101 @@ def test_errors(local_ray, tmp_path):
         build_sharded([], tmp_path / "x", shards=0)
     with pytest.raises(quarry.QuarryIOError):
         build_sharded([tmp_path / "missing.jsonl"], tmp_path / "x", shards=2)
+
+
+@pytest.fixture(scope="module")
+def sharded3(local_ray, reuters_jsonl, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sharded3") / "s"
+    build_sharded([reuters_jsonl], path, shards=3, schema=reuters_schema())
+    with ShardedSearcher(path) as s:
+        yield s
+
+
+def _ranking(result):
+    return [(h.score, h.fields["id"]) for h in result]
+
+
+@pytest.mark.parametrize("mode", ["top_count", "top", "count"])
+def test_sharded_takes_strings_and_query_objects_in_every_mode(sharded3, reuters_index, oracle, mode):
+    single = reuters_index.searcher()
+    _, queries = oracle
+    failures = []
+    for q in queries[::4]:
+        text = q["query"]
+        parsed = single.parse(text, default_fields=["body"])
+        assert sharded3.parse(text, default_fields=["body"]) == parsed
+        want = single.search(parsed, limit=10, mode=mode)
+        for query, kw in ((text, {"default_fields": ["body"]}), (parsed, {})):
+            got = sharded3.search(query, limit=10, mode=mode, **kw)
+            assert type(got) is quarry.SearchResult
+            assert all(type(h) is quarry.Hit and 0 <= h.shard < 3 for h in got)
+            if mode == "count":
+                ok = len(got) == 0 and got.count == want.count == q["hits"] and got.count_exact
+            elif mode == "top_count":
+                ok = got.count == q["hits"] and got.count_exact and same_ranking(_ranking(got), _ranking(want))
+            else:  # top: the count may be a lower bound, flagged by count_exact
+                ok = (got.count == q["hits"] if got.count_exact else got.count <= q["hits"]) and same_ranking(
+                    _ranking(got), _ranking(want)
+                )
+            if not ok:
+                failures.append(f"{mode} {text!r} ({type(query).__name__}): {got!r} vs {want!r}")
+            if sharded3.count(query, **kw) != q["hits"]:
+                failures.append(f"count({text!r}) ({type(query).__name__}) differs")
+    assert not failures, "\n".join(failures)
+
+
+def test_sharded_fields_limit_stats_and_hits(sharded3, reuters_index):
+    single = reuters_index.searcher()
+    q = single.parse("oil prices", default_fields=["body"])
+    want = single.search(q, limit=25)
+    got = sharded3.search(q, limit=25)
+    assert len(got) == 25 and same_ranking(_ranking(got), _ranking(want))
+    by_id = {h.fields["id"]: h.fields for h in want}
+    assert all(h.fields == by_id[h.fields["id"]] for h in got if h.fields["id"] in by_id)
+    assert all(set(h.fields) == {"title"} for h in sharded3.search(q, fields=["title"]))
+    assert all(h.fields == {} for h in sharded3.search(q, fields=[]))
+    assert len(sharded3.search(q, limit=0)) == 0 and sharded3.search(q, limit=0).count == want.count
+    # Hits address documents within their shard, and pickle with their shard.
+    for h in sharded3.search("grain", limit=5):
+        again = pickle.loads(pickle.dumps(h))
+        assert (again.shard, again.doc, again.seq, again.score) == (h.shard, h.doc, h.seq, h.score)
+    # Supplied statistics replace the dfs phase; the single index's own give the same scores.
+    stats = sharded3.collection_stats(q)
+    assert stats == single.collection_stats(q)
+    assert _ranking(sharded3.search(q, stats=stats)) == _ranking(got)[:10]
+
+
+class _NoActor:
+    def __getattr__(self, name):
+        raise AssertionError(f"actor called ({name}) for a query that should fail first")
+
+
+def test_sharded_errors_are_the_single_searchers(sharded3, reuters_index):
+    single = reuters_index.searcher()
+    actors = sharded3.actors
+    sharded3.actors = [_NoActor()] * len(actors)
+    try:
+        for call in (sharded3.search, sharded3.count, sharded3.collection_stats):
+            with pytest.raises(quarry.QuerySyntaxError) as got:
+                call("oil AND (prices")
+            with pytest.raises(quarry.QuerySyntaxError) as want:
+                single.search("oil AND (prices")
+            assert got.value.column == want.value.column == 16
+            with pytest.raises(quarry.UnknownFieldError) as e:
+                call("nosuch:oil")
+            assert e.value.field == "nosuch"
+            with pytest.raises(quarry.UnknownFieldError):
+                call("oil", default_fields=["nosuch"])
+            with pytest.raises(TypeError):
+                call(42)
+        with pytest.raises(quarry.InvalidArgumentError, match="unknown search mode"):
+            sharded3.search("oil", mode="fast")
+        with pytest.raises(OverflowError):
+            sharded3.search("oil", limit=-1)
+    finally:
+        sharded3.actors = actors
+    # Errors found on the shards come back as the same class, not wrapped by Ray.
+    with pytest.raises(quarry.InvalidArgumentError, match="lack") as e:
+        sharded3.search("oil wheat", stats=single.collection_stats("oil"))
+    assert type(e.value) is quarry.InvalidArgumentError
+    assert sharded3.count("oil") == single.count("oil")

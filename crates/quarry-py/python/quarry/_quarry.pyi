@@ -125,7 +125,12 @@ class IndexWriter:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
 
 class Query:
-    """A parsed query; ``str()`` gives Lucene's rendering."""
+    """A parsed query; ``str()`` gives Lucene's rendering. Picklable (the parsed tree is
+    carried exactly), comparable with ``==``."""
+
+    def state(self) -> tuple[Any, ...]: ...
+    @classmethod
+    def from_state(cls, state: tuple[Any, ...]) -> Query: ...
 
 class Hit:
     score: float

@@ -24,6 +24,8 @@ import gzip
 import io
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,18 @@ def _build_shard(
     return {"path": shard_path, "docs": n, "seconds": time.perf_counter() - t0}
 
 
+def _gather(refs: list[Any]) -> list[Any]:
+    """``ray.get(refs)``, raising a shard's quarry error as itself (its class and attributes,
+    as a single index would raise it) rather than wrapped in Ray's ``RayTaskError``."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, quarry.QuarryError):
+            raise cause from e
+        raise
+
+
 def _ensure_ray() -> None:
     if not ray.is_initialized():
         ray.init()
@@ -153,7 +167,7 @@ def build_sharded(
         )
         for i, (start, end) in enumerate(bounds)
     ]
-    built = ray.get(tasks)
+    built = _gather(tasks)
     manifest = {
         "shards": [
             {"path": os.path.relpath(b["path"], root), "docs": b["docs"], "seconds": b["seconds"]}
@@ -168,9 +182,13 @@ def build_sharded(
     return manifest
 
 
+Queryish = str | quarry.Query
+
+
 @ray.remote
 class ShardActor:
-    """Holds one shard's reader; answers the three phases of a sharded search."""
+    """Holds one shard's reader; answers the three phases of a sharded search. Queries arrive
+    parsed (a pickled :class:`quarry.Query` carries its exact tree), so no shard parses."""
 
     def __init__(self, path: str) -> None:
         self.reader = quarry.Index.open(path).reader()
@@ -181,24 +199,17 @@ class ShardActor:
         self.searcher = self.reader.searcher()
         return changed
 
-    def collection_stats(self, query: str, default_fields: list[str] | None) -> dict[str, Any]:
-        return self.searcher.collection_stats(query, default_fields=default_fields)
+    def collection_stats(self, query: quarry.Query) -> dict[str, Any]:
+        return self.searcher.collection_stats(query)
 
     def query(
-        self,
-        query: str,
-        limit: int,
-        mode: str,
-        default_fields: list[str] | None,
-        stats: dict[str, Any] | None,
+        self, query: quarry.Query, limit: int, mode: str, stats: dict[str, Any] | None
     ) -> tuple[int, bool, list[tuple[float, tuple[int, int], int]]]:
-        r = self.searcher.search(
-            query, limit=limit, mode=mode, fields=[], default_fields=default_fields, stats=stats
-        )
+        r = self.searcher.search(query, limit=limit, mode=mode, fields=[], stats=stats)
         return r.count, r.count_exact, [(h.score, h.doc, h.seq) for h in r.hits]
 
-    def count(self, query: str, default_fields: list[str] | None) -> int:
-        return self.searcher.count(query, default_fields=default_fields)
+    def count(self, query: quarry.Query) -> int:
+        return self.searcher.count(query)
 
     def fetch(
         self, addresses: list[tuple[int, int]], fields: list[str] | None
@@ -212,10 +223,21 @@ class ShardActor:
 class ShardedSearcher:
     """Searches the shards built by :func:`build_sharded` with one Ray actor per shard.
 
-    :meth:`search` and :meth:`count` take the same arguments and return the same types as
-    :class:`quarry.Searcher` (query strings only), with exactly the counts and scores of one
-    index holding all shards; hits carry ``shard``. Use as a context manager, or call
-    :meth:`close`, to stop the actors.
+    :meth:`search`, :meth:`count` and :meth:`collection_stats` take the same arguments and
+    return the same types as :class:`quarry.Searcher`'s (a query string or a
+    :class:`quarry.Query`, ``limit``, every ``mode``, ``fields``, ``default_fields``,
+    ``stats``), with exactly the counts and scores of one index holding all shards in order.
+    Query strings are parsed here, against the shards' schema, before any actor is called, so
+    a bad query raises the same :class:`quarry.QuerySyntaxError` (with ``column``) or
+    :class:`quarry.UnknownFieldError` as a single index; the actors receive the parsed query.
+
+    Hits are :class:`quarry.Hit` values: ``score`` and ``fields`` as from one index; ``shard``
+    is the shard holding the document, and ``doc`` (the address) and ``seq`` (the index order)
+    are *within that shard* (``(hit.shard, hit.doc)`` identifies the document); ordering by
+    ``(shard, seq)`` is the order of one index holding the shards one after the other, and
+    equal scores come in that order, as they would from such an index.
+
+    Use as a context manager, or call :meth:`close`, to stop the actors.
     """
 
     def __init__(self, path: str | os.PathLike[str], actor_options: dict[str, Any] | None = None):
@@ -226,16 +248,27 @@ class ShardedSearcher:
             raise quarry.IndexNotFoundError(
                 f"no sharded index in {root}: {MANIFEST} is missing (build it with build_sharded)"
             ) from e
-        _ensure_ray()
-        opts = {"num_cpus": 0}
-        opts.update(actor_options or {})
         self.path = root
         self.manifest = manifest
-        self.actors = [
-            ShardActor.options(**opts).remote(str(root / s["path"])) for s in manifest["shards"]
-        ]
-        # Fail here, not on the first query, when a shard cannot be opened.
-        ray.get([a.num_docs.remote() for a in self.actors])
+        self.actors: list[Any] = []
+        # An empty index with the shards' schema parses and checks queries and arguments here,
+        # with the single searcher's own code (so errors are exactly its errors).
+        schema = quarry.Schema.from_json(json.dumps(manifest["schema"]))
+        self._local_dir = tempfile.mkdtemp(prefix="quarry-sharded-")
+        self._local = quarry.Index.create(self._local_dir, schema, overwrite=True).searcher()
+        try:
+            _ensure_ray()
+            opts = {"num_cpus": 0}
+            opts.update(actor_options or {})
+            self.actors = [
+                ShardActor.options(**opts).remote(str(root / s["path"]))
+                for s in manifest["shards"]
+            ]
+            # Fail here, not on the first query, when a shard cannot be opened.
+            _gather([a.num_docs.remote() for a in self.actors])
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def num_shards(self) -> int:
@@ -243,50 +276,66 @@ class ShardedSearcher:
 
     @property
     def num_docs(self) -> int:
-        return sum(ray.get([a.num_docs.remote() for a in self.actors]))
+        return sum(_gather([a.num_docs.remote() for a in self.actors]))
+
+    @property
+    def schema(self) -> quarry.Schema:
+        """The shards' schema."""
+        return self._local.schema
+
+    def parse(self, query: str, default_fields: list[str] | None = None) -> quarry.Query:
+        """Parses ``query`` as :meth:`quarry.Searcher.parse` does on one shard."""
+        return self._local.parse(query, default_fields=default_fields)
+
+    def _resolve(self, query: Queryish, default_fields: list[str] | None) -> quarry.Query:
+        if isinstance(query, quarry.Query):
+            return query
+        if isinstance(query, str):
+            return self._local.parse(query, default_fields=default_fields)
+        raise TypeError("query must be a str or a quarry.Query")
 
     def collection_stats(
-        self, query: str, default_fields: list[str] | None = None
+        self, query: Queryish, default_fields: list[str] | None = None
     ) -> dict[str, Any]:
         """The statistics of all shards for ``query``, summed (the *dfs* phase)."""
-        return quarry.merge_stats(
-            ray.get([a.collection_stats.remote(query, default_fields) for a in self.actors])
-        )
+        q = self._resolve(query, default_fields)
+        return quarry.merge_stats(_gather([a.collection_stats.remote(q) for a in self.actors]))
 
     def search(
         self,
-        query: str,
+        query: Queryish,
         limit: int = 10,
         mode: str = "top_count",
         fields: list[str] | None = None,
         default_fields: list[str] | None = None,
+        stats: dict[str, Any] | None = None,
     ) -> quarry.SearchResult:
-        """``dfs_query_then_fetch``: statistics from all shards, every shard scored with their
-        sum, per-shard top ``limit`` merged by score, stored fields fetched for the winners."""
-        if not isinstance(query, str):
-            raise TypeError("a sharded search takes a query string")
-        stats = None if mode == "count" else self.collection_stats(query, default_fields)
-        answers = ray.get(
-            [a.query.remote(query, limit, mode, default_fields, stats) for a in self.actors]
-        )
+        """``dfs_query_then_fetch``: statistics from all shards (unless ``stats`` is given),
+        every shard scored with their sum, per-shard top ``limit`` merged by score, stored
+        fields fetched for the winners. Arguments and result as :meth:`quarry.Searcher.search`."""
+        q = self._resolve(query, default_fields)
+        # The single searcher's argument checks (mode, limit, fields, stats), on no documents.
+        self._local.search(q, limit=limit, mode=mode, fields=fields, stats=stats)
+        if stats is None and mode != "count":
+            stats = quarry.merge_stats(
+                _gather([a.collection_stats.remote(q) for a in self.actors])
+            )
+        answers = _gather([a.query.remote(q, limit, mode, stats) for a in self.actors])
         count = sum(a[0] for a in answers)
         exact = all(a[1] for a in answers)
         merged = sorted(
-            (
-                (-score, shard, rank, doc, seq)
-                for shard, (_, _, hits) in enumerate(answers)
-                for rank, (score, doc, seq) in enumerate(hits)
-            ),
+            (-score, shard, rank, doc, seq)
+            for shard, (_, _, hits) in enumerate(answers)
+            for rank, (score, doc, seq) in enumerate(hits)
         )[:limit]
         fetched: dict[int, list[dict[str, Any]]] = {}
-        if merged and (fields is None or fields):
+        if merged and (fields is None or len(fields) > 0):
             by_shard: dict[int, list[tuple[int, int]]] = {}
             for _, shard, _, doc, _ in merged:
                 by_shard.setdefault(shard, []).append(doc)
             shard_ids = sorted(by_shard)
-            docs = ray.get(
-                [self.actors[s].fetch.remote(by_shard[s], fields) for s in shard_ids]
-            )
+            wanted = None if fields is None else list(fields)
+            docs = _gather([self.actors[s].fetch.remote(by_shard[s], wanted) for s in shard_ids])
             fetched = {s: list(d) for s, d in zip(shard_ids, docs)}
         hits = []
         taken: dict[int, int] = {}
@@ -297,19 +346,23 @@ class ShardedSearcher:
             hits.append(quarry.Hit(-neg_score, tuple(doc), seq, f, shard))
         return quarry.SearchResult(hits, count, exact)
 
-    def count(self, query: str, default_fields: list[str] | None = None) -> int:
-        """The exact number of matches over all shards."""
-        return sum(ray.get([a.count.remote(query, default_fields) for a in self.actors]))
+    def count(self, query: Queryish, default_fields: list[str] | None = None) -> int:
+        """The exact number of matches over all shards (nothing is scored)."""
+        q = self._resolve(query, default_fields)
+        return sum(_gather([a.count.remote(q) for a in self.actors]))
 
     def reload(self) -> bool:
         """Moves every shard to its newest commit; returns whether any changed."""
-        return any(ray.get([a.reload.remote() for a in self.actors]))
+        return any(_gather([a.reload.remote() for a in self.actors]))
 
     def close(self) -> None:
         """Stops the shard actors."""
         for a in self.actors:
             ray.kill(a)
         self.actors = []
+        if getattr(self, "_local_dir", None):
+            shutil.rmtree(self._local_dir, ignore_errors=True)
+            self._local_dir = None
 
     def __enter__(self) -> ShardedSearcher:
         return self

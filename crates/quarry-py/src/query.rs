@@ -1,0 +1,238 @@
+//! How does a parsed query travel between processes? `Query` (the Python class of a parsed
+//! query) and its exact, picklable form: the engine's query tree as nested tuples.
+//!
+//! The state of a `Query` is the engine's `quarry::query::Query` tree written as plain Python
+//! values, one tuple per node, so that pickling (Ray, multiprocessing) carries exactly the parsed
+//! query (terms already analyzed, boosts as float32) and nothing is parsed again on the other side:
+//!
+//! * `("term", field, term)`, `("prefix", field, prefix)`,
+//! * `("phrase", field, [(position, term), ...], slop)`,
+//! * `("bool", [(occur, node), ...], minimum_should_match)` with occur `"must"`, `"should"`,
+//!   `"must_not"` or `"filter"`,
+//! * `("boost", node, boost)`, `("all",)`, `("none",)`.
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
+use quarry::query::{Clause, Occur, Query};
+
+use crate::errors;
+
+/// Deepest query tree accepted from a state (a pickle is untrusted input; recursion is bounded).
+const MAX_DEPTH: usize = 512;
+
+/// A parsed query (Lucene classic syntax). ``str(query)`` renders it as Lucene's
+/// ``Query.toString()`` does. Queries compare equal when their trees are equal and pickle
+/// exactly (the parsed tree, not the text), so they can be sent to other processes, e.g. the
+/// shard actors of :class:`quarry.ray.ShardedSearcher`.
+#[pyclass(name = "Query", module = "quarry", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyQuery {
+    pub(crate) inner: Query,
+}
+
+impl PyQuery {
+    pub(crate) fn new(inner: Query) -> Self {
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl PyQuery {
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Query({:?})", self.inner.to_string())
+    }
+
+    /// The query tree as nested tuples (the form pickling uses; see the module docs).
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_state(py, &self.inner)
+    }
+
+    /// The query whose :meth:`state` is ``state``. Raises :class:`InvalidArgumentError`
+    /// naming the first malformed node.
+    #[classmethod]
+    fn from_state(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        state: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let inner = from_state(state, "state", 0)
+            .map_err(|msg| errors::to_py(state.py(), quarry::Error::InvalidArgument(msg)))?;
+        Ok(Self { inner })
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let ctor = slf.get_type().getattr("from_state")?;
+        let args = PyTuple::new(py, [to_state(py, &slf.get().inner)?])?;
+        PyTuple::new(py, [ctor, args.into_any()])
+    }
+}
+
+fn occur_name(o: Occur) -> &'static str {
+    match o {
+        Occur::Must => "must",
+        Occur::Should => "should",
+        Occur::MustNot => "must_not",
+        Occur::Filter => "filter",
+    }
+}
+
+fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
+    let t = match q {
+        Query::Term { field, term } => ("term", field, term).into_bound_py_any(py)?,
+        Query::Prefix { field, prefix } => ("prefix", field, prefix).into_bound_py_any(py)?,
+        Query::Phrase { field, terms, slop } => {
+            ("phrase", field, terms.clone(), *slop).into_bound_py_any(py)?
+        }
+        Query::Boolean {
+            clauses,
+            minimum_should_match,
+        } => {
+            let list = PyList::empty(py);
+            for c in clauses {
+                list.append((occur_name(c.occur), to_state(py, &c.query)?))?;
+            }
+            ("bool", list, *minimum_should_match).into_bound_py_any(py)?
+        }
+        Query::Boost { query, boost } => {
+            ("boost", to_state(py, query)?, f64::from(*boost)).into_bound_py_any(py)?
+        }
+        Query::MatchAll => ("all",).into_bound_py_any(py)?,
+        Query::MatchNone => ("none",).into_bound_py_any(py)?,
+    };
+    Ok(t)
+}
+
+/// The query of `state`; `at` names the node (for the error message).
+fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "bad query state at {at}: nested deeper than {MAX_DEPTH}"
+        ));
+    }
+    let items: Vec<Bound<'_, PyAny>> = state
+        .cast::<PyTuple>()
+        .map_err(|_| format!("bad query state at {at}: expected a tuple"))?
+        .iter()
+        .collect();
+    let tag: String = items
+        .first()
+        .and_then(|t| t.cast::<PyString>().ok())
+        .map(|t| t.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("bad query state at {at}: expected a node name first"))?;
+    let arity = |n: usize| -> Result<(), String> {
+        if items.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "bad query state at {at}: node {tag:?} has {} items, expected {n}",
+                items.len()
+            ))
+        }
+    };
+    let get = |i: usize, what: &str| -> Result<&Bound<'_, PyAny>, String> {
+        items
+            .get(i)
+            .ok_or_else(|| format!("bad query state at {at}: node {tag:?} lacks {what}"))
+    };
+    fn ex<'py, T: for<'a> FromPyObject<'a, 'py>>(
+        v: &Bound<'py, PyAny>,
+        at: &str,
+        what: &str,
+    ) -> Result<T, String> {
+        v.extract::<T>()
+            .map_err(|_| format!("bad query state at {at}: {what} has the wrong type"))
+    }
+    Ok(match tag.as_str() {
+        "term" => {
+            arity(3)?;
+            Query::Term {
+                field: ex(get(1, "field")?, at, "field")?,
+                term: ex(get(2, "term")?, at, "term")?,
+            }
+        }
+        "prefix" => {
+            arity(3)?;
+            Query::Prefix {
+                field: ex(get(1, "field")?, at, "field")?,
+                prefix: ex(get(2, "prefix")?, at, "prefix")?,
+            }
+        }
+        "phrase" => {
+            arity(4)?;
+            let terms: Vec<(u32, String)> = ex(get(2, "terms")?, at, "terms")?;
+            if terms.windows(2).any(|w| w[0].0 > w[1].0) {
+                return Err(format!(
+                    "bad query state at {at}: phrase positions not ascending"
+                ));
+            }
+            Query::Phrase {
+                field: ex(get(1, "field")?, at, "field")?,
+                terms,
+                slop: ex(get(3, "slop")?, at, "slop")?,
+            }
+        }
+        "bool" => {
+            arity(3)?;
+            let list = get(1, "clauses")?
+                .cast::<PyList>()
+                .map_err(|_| format!("bad query state at {at}: clauses must be a list"))?;
+            let mut clauses = Vec::with_capacity(list.len());
+            for (i, c) in list.iter().enumerate() {
+                let here = format!("{at}[1][{i}]");
+                let (occur, node): (String, Bound<'_, PyAny>) = ex(&c, &here, "clause")?;
+                let occur = match occur.as_str() {
+                    "must" => Occur::Must,
+                    "should" => Occur::Should,
+                    "must_not" => Occur::MustNot,
+                    "filter" => Occur::Filter,
+                    other => {
+                        return Err(format!(
+                            "bad query state at {here}: unknown occur {other:?}"
+                        ))
+                    }
+                };
+                let query = from_state(&node, &format!("{here}[1]"), depth + 1)?;
+                clauses.push(Clause::new(occur, query));
+            }
+            Query::Boolean {
+                clauses,
+                minimum_should_match: ex(
+                    get(2, "minimum_should_match")?,
+                    at,
+                    "minimum_should_match",
+                )?,
+            }
+        }
+        "boost" => {
+            arity(3)?;
+            let boost: f64 = ex(get(2, "boost")?, at, "boost")?;
+            let b = boost as f32;
+            if !b.is_finite() || b < 0.0 || f64::from(b) != boost {
+                return Err(format!(
+                    "bad query state at {at}: boost {boost} is not a finite, non-negative float32"
+                ));
+            }
+            Query::Boost {
+                query: Box::new(from_state(
+                    get(1, "query")?,
+                    &format!("{at}[1]"),
+                    depth + 1,
+                )?),
+                boost: b,
+            }
+        }
+        "all" => {
+            arity(1)?;
+            Query::MatchAll
+        }
+        "none" => {
+            arity(1)?;
+            Query::MatchNone
+        }
+        other => return Err(format!("bad query state at {at}: unknown node {other:?}")),
+    })
+}
