@@ -132,6 +132,7 @@ def build_sharded(
     schema: quarry.Schema | None = None,
     threads_per_shard: int = 1,
     memory_mb: int = 256,
+    task_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Indexes JSON Lines ``inputs`` into ``shards`` quarry indexes under ``path``.
 
@@ -139,6 +140,7 @@ def build_sharded(
     the tasks run in parallel. Without ``schema`` it is inferred from the first 1000 lines, as
     the CLI does. Writes ``path/shards.json`` (the manifest :class:`ShardedSearcher` reads) and
     returns it: ``{"shards": [{"path", "docs", "seconds"}], "schema": ..., "docs": total}``.
+    ``task_options`` go to the Ray tasks (``.options(...)``: resources, scheduling strategy).
     """
     if shards < 1:
         raise quarry.InvalidArgumentError(f"shards must be at least 1, got {shards}")
@@ -155,8 +157,9 @@ def build_sharded(
     root.mkdir(parents=True, exist_ok=True)
     _ensure_ray()
     bounds = [(i * total // shards, (i + 1) * total // shards) for i in range(shards)]
+    build = _build_shard.options(**task_options) if task_options else _build_shard
     tasks = [
-        _build_shard.remote(
+        build.remote(
             [str(f) for f in files],
             str(root / f"shard-{i:03d}"),
             schema.to_json(),
@@ -218,6 +221,10 @@ class ShardActor:
 
     def num_docs(self) -> int:
         return self.searcher.num_docs
+
+    def node_ip(self) -> str:
+        """The address of the Ray node this actor runs on."""
+        return ray.util.get_node_ip_address()
 
 
 class ShardedSearcher:
@@ -350,6 +357,10 @@ class ShardedSearcher:
         """The exact number of matches over all shards (nothing is scored)."""
         q = self._resolve(query, default_fields)
         return sum(_gather([a.count.remote(q) for a in self.actors]))
+
+    def node_ips(self) -> list[str]:
+        """The address of the Ray node each shard's actor runs on, in shard order."""
+        return _gather([a.node_ip.remote() for a in self.actors])
 
     def reload(self) -> bool:
         """Moves every shard to its newest commit; returns whether any changed."""
