@@ -68,6 +68,9 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         overwrite: true,
         force_merge: None,
         directory: quarry::DirectoryKind::Mmap,
+        read_mode: crate::input::ReadMode::Auto,
+        mmap_threshold: crate::input::DEFAULT_MMAP_THRESHOLD,
+        read_threads: None,
         quiet: true,
     })?;
     println!(

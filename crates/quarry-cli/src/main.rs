@@ -10,6 +10,7 @@ use quarry::DirectoryKind;
 
 mod demo;
 mod index_cmd;
+mod ingest;
 mod input;
 mod search_cmd;
 
