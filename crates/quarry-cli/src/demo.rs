@@ -71,6 +71,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         read_mode: crate::input::ReadMode::Auto,
         mmap_threshold: crate::input::DEFAULT_MMAP_THRESHOLD,
         read_threads: None,
+        dry_run: false,
         quiet: true,
     })?;
     println!(

@@ -64,6 +64,10 @@ pub struct IndexArgs {
     /// one with --key, so that the last line of a key wins across files).
     #[arg(long)]
     pub read_threads: Option<usize>,
+    /// Read and check every document against the schema, report what would be indexed, and
+    /// write nothing (no index is created or changed).
+    #[arg(long)]
+    pub dry_run: bool,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -78,6 +82,8 @@ pub struct IndexSummary {
     pub seconds: f64,
     /// Documents replaced (upserts with `--key`).
     pub live_docs: u64,
+    /// Nothing was written (`--dry-run`).
+    pub dry_run: bool,
 }
 
 /// Infers a schema from the first [`INFER_LINES`] documents. With `skip_bad`, malformed lines
@@ -172,7 +178,9 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         merge_policy: MergePolicy::default(),
         directory: args.directory,
     };
-    let mut writer = if args.append {
+    let mut writer = if args.dry_run {
+        None
+    } else if args.append {
         let w = IndexWriter::open(&args.index, opts)?;
         if let (Some(s), Some(p)) = (&schema, &args.schema) {
             if w.schema() != s {
@@ -183,9 +191,9 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
                 );
             }
         }
-        w
+        Some(w)
     } else {
-        let Some(schema) = schema else {
+        let Some(schema) = schema.clone() else {
             bail!("no schema: give --schema FILE")
         };
         let made = if args.overwrite {
@@ -193,9 +201,14 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         } else {
             IndexWriter::create(&args.index, schema, opts)
         };
-        made.with_context(|| format!("cannot create an index in {}", args.index.display()))?
+        Some(made.with_context(|| format!("cannot create an index in {}", args.index.display()))?)
     };
-    let schema = writer.schema().clone();
+    let schema = match (&writer, schema) {
+        (Some(w), _) => w.schema().clone(),
+        (None, Some(s)) => s,
+        // A dry run against an existing index without --schema checks against its schema.
+        (None, None) => quarry::Index::open(&args.index)?.schema().clone(),
+    };
     if inferred && !args.quiet {
         eprintln!(
             "inferred schema (save it and pass --schema to fix it):\n{}",
@@ -252,12 +265,16 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     ingest.run(&bytes_read, |batch| {
         for parsed in batch {
             match parsed.doc {
-                Ok((doc, None)) => {
-                    writer.add_document(doc)?;
-                    docs += 1;
-                }
-                Ok((doc, Some(k))) => {
-                    writer.update_document(key_name, &k, doc)?;
+                Ok((doc, key)) => {
+                    match (writer.as_mut(), key) {
+                        (None, _) => {}
+                        (Some(w), None) => {
+                            w.add_document(doc)?;
+                        }
+                        (Some(w), Some(k)) => {
+                            w.update_document(key_name, &k, doc)?;
+                        }
+                    }
                     docs += 1;
                 }
                 Err(e) => {
@@ -284,6 +301,18 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         ));
         Ok(())
     })?;
+    let Some(mut writer) = writer else {
+        bar.finish_and_clear();
+        return Ok(IndexSummary {
+            docs,
+            skipped,
+            segments: 0,
+            bytes: 0,
+            seconds: start.elapsed().as_secs_f64(),
+            live_docs: 0,
+            dry_run: true,
+        });
+    };
     bar.set_message("committing");
     writer.set_user_data("source", &args.input.display().to_string());
     let mut stats = writer.commit()?;
@@ -308,5 +337,6 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         bytes,
         seconds: start.elapsed().as_secs_f64(),
         live_docs: stats.live_docs,
+        dry_run: false,
     })
 }

@@ -46,7 +46,13 @@ fn a_directory_and_a_glob_index_the_same_documents_as_one_file_in_every_read_mod
     write_lines(&single, &lines);
     let base = tmp.path().join("base");
     index(&single, &base, &[]);
-    let queries = ["oil", "+oil +prices", "\"interest rates\"", "topics:grain", "-the +bank"];
+    let queries = [
+        "oil",
+        "+oil +prices",
+        "\"interest rates\"",
+        "topics:grain",
+        "-the +bank",
+    ];
     let want: Vec<u64> = queries.iter().map(|q| count(&base, q)).collect();
     assert!(want[0] > 0);
     let glob = tmp.path().join("parts/part-*.jsonl*");
@@ -57,7 +63,11 @@ fn a_directory_and_a_glob_index_the_same_documents_as_one_file_in_every_read_mod
         (&glob, "auto", "4"),
     ] {
         let idx = tmp.path().join(format!("idx-{mode}-{threads}"));
-        let out = index(input, &idx, &["--read-mode", mode, "--read-threads", threads]);
+        let out = index(
+            input,
+            &idx,
+            &["--read-mode", mode, "--read-threads", threads],
+        );
         assert!(out.contains("indexed 3000 docs"), "{out}");
         let got: Vec<u64> = queries.iter().map(|q| count(&idx, q)).collect();
         assert_eq!(got, want, "{} with --read-mode {mode}", input.display());
@@ -140,7 +150,15 @@ fn upserts_across_files_keep_file_order() {
     }
     let idx = tmp.path().join("idx");
     ok(quarry()
-        .args(["index", "--quiet", "--key", "k", "--read-threads", "4", "--input"])
+        .args([
+            "index",
+            "--quiet",
+            "--key",
+            "k",
+            "--read-threads",
+            "4",
+            "--input",
+        ])
         .arg(&parts)
         .arg("--index")
         .arg(&idx)
@@ -148,4 +166,39 @@ fn upserts_across_files_keep_file_order() {
         .arg(&schema));
     assert_eq!(count(&idx, "v:version3"), 50);
     assert_eq!(count(&idx, "v:version0 v:version1 v:version2"), 0);
+}
+
+#[test]
+fn a_dry_run_reads_and_checks_everything_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let parts = tmp.path().join("parts");
+    split(&parts, 500, 3);
+    let idx = tmp.path().join("idx");
+    let out = ok(quarry()
+        .args(["index", "--quiet", "--dry-run", "--input"])
+        .arg(&parts)
+        .arg("--index")
+        .arg(&idx)
+        .arg("--schema")
+        .arg(schema()));
+    assert!(out.contains("dry run: read 500 docs (0 skipped)"), "{out}");
+    assert!(!idx.exists(), "a dry run creates nothing");
+    let mut lines = reuters(10);
+    lines[3] = r#"{"id": "not a number", "title": "x"}"#.into();
+    let bad = tmp.path().join("bad.jsonl");
+    write_lines(&bad, &lines);
+    let out = run(quarry()
+        .args(["index", "--quiet", "--dry-run", "--input"])
+        .arg(&bad)
+        .arg("--index")
+        .arg(&idx)
+        .arg("--schema")
+        .arg(schema()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("bad.jsonl: line 4:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!idx.exists());
 }
