@@ -108,7 +108,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each dry run")
     ap.add_argument("--index-reps", type=int, default=1, help="repetitions of each full index run (0: none)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--shapes", default="2,60,500", help="numbers of files to split the corpus into")
     args = ap.parse_args()
+    names = dict((n, name) for name, n in SHAPES)
+    shape_list = [(names.get(int(n), f"{int(n)}-files"), int(n)) for n in args.shapes.split(",")]
 
     if not args.corpus.exists():
         sh(["cargo", "run", "--release", "--locked", "-p", "quarry-bench", "--", "prepare", "--workload", "w2"], cwd=REPO)
@@ -118,7 +121,7 @@ def main() -> None:
     schema = args.work / "schema.json"
     schema.write_text(json.dumps(SCHEMA))
     corpus_bytes = args.corpus.stat().st_size
-    shapes = {name: split(args.corpus, args.work / name, n) for name, n in SHAPES}
+    shapes = {name: split(args.corpus, args.work / name, n) for name, n in shape_list}
     load_start = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "crates", "Cargo.lock"], cwd=REPO, capture_output=True, text=True).stdout.strip()
@@ -152,7 +155,7 @@ def main() -> None:
     lines = [
         f"# How `quarry index` reads its input: mmap vs streaming reads, {today}",
         "",
-        f"- Command: `python3 scripts/input-study.py --reps {args.reps} --index-reps {args.index_reps}`",
+        f"- Command: `python3 scripts/input-study.py --reps {args.reps} --index-reps {args.index_reps} --shapes {args.shapes}`",
         f"- quarry commit: `{commit}`" + (" with uncommitted changes" if dirty else ""),
         f"- Corpus: W2 ({args.corpus.name}, {corpus_bytes / 1e6:.0f} MB of JSON Lines), split into "
         + ", ".join(f"{name} ({len(fs)} files of about {corpus_bytes / len(fs) / 1e6:.1f} MB)" for name, fs in shapes.items()),

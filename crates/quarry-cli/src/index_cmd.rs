@@ -52,14 +52,17 @@ pub struct IndexArgs {
     /// Read path used for merging: mmap, pread, direct or adaptive.
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
-    /// How input files are read: `auto` memory-maps plain files up to --mmap-threshold bytes
-    /// and streams larger and compressed ones; `stream` suits files that another process may
-    /// truncate while they are indexed.
+    /// How input files are read: `auto` memory-maps plain files of --mmap-min to --mmap-max
+    /// bytes and streams the others and compressed ones; `stream` suits files that another
+    /// process may truncate while they are indexed.
     #[arg(long, value_enum, default_value_t = ReadMode::Auto)]
     pub read_mode: ReadMode,
+    /// Smallest plain input file that `--read-mode auto` memory-maps, in bytes.
+    #[arg(long, default_value_t = input::MmapRange::DEFAULT.min)]
+    pub mmap_min: u64,
     /// Largest plain input file that `--read-mode auto` memory-maps, in bytes.
-    #[arg(long, default_value_t = input::DEFAULT_MMAP_THRESHOLD)]
-    pub mmap_threshold: u64,
+    #[arg(long, default_value_t = input::MmapRange::DEFAULT.max)]
+    pub mmap_max: u64,
     /// Threads reading and parsing input files (default: one per core, at most one per file;
     /// one with --key, so that the last line of a key wins across files).
     #[arg(long)]
@@ -91,7 +94,7 @@ pub struct IndexSummary {
 fn infer_schema(input: &Path, files: &[PathBuf], skip_bad: bool) -> Result<Schema> {
     let mut samples = Vec::new();
     'files: for file in files {
-        let mut lines = Lines::open(file, ReadMode::Stream, 0)?;
+        let mut lines = Lines::open(file, ReadMode::Stream, input::MmapRange::DEFAULT)?;
         while samples.len() < INFER_LINES {
             let Some((n, line)) = lines.next_line()? else {
                 continue 'files;
@@ -255,7 +258,10 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         schema: &schema,
         key: key.map(|k| (k, key_name)),
         mode: args.read_mode,
-        mmap_threshold: args.mmap_threshold,
+        mmap_range: input::MmapRange {
+            min: args.mmap_min,
+            max: args.mmap_max,
+        },
         threads: args
             .read_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

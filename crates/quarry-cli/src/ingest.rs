@@ -12,7 +12,7 @@ use std::sync::mpsc::sync_channel;
 use anyhow::Result;
 use quarry::{Document, FieldValue, Schema};
 
-use crate::input::{Lines, ReadMode};
+use crate::input::{Lines, MmapRange, ReadMode};
 
 /// Documents per message between a reader and the writer's thread.
 const BATCH: usize = 256;
@@ -34,7 +34,7 @@ pub struct Ingest<'a> {
     /// The upsert key field: its id and name.
     pub key: Option<(u32, &'a str)>,
     pub mode: ReadMode,
-    pub mmap_threshold: u64,
+    pub mmap_range: MmapRange,
     /// Reader threads (at least 1; at most one per file; 1 with a key field).
     pub threads: usize,
 }
@@ -103,7 +103,7 @@ impl Ingest<'_> {
         stop: &AtomicBool,
         send: &mut dyn FnMut(Vec<Parsed>) -> bool,
     ) -> Result<bool> {
-        let mut lines = Lines::open(&self.files[i], self.mode, self.mmap_threshold)?;
+        let mut lines = Lines::open(&self.files[i], self.mode, self.mmap_range)?;
         let mut batch = Vec::with_capacity(BATCH);
         let mut reported = 0u64;
         while let Some((line, text)) = lines.next_line()? {
@@ -173,7 +173,10 @@ mod tests {
             schema: &schema,
             key: None,
             mode,
-            mmap_threshold: 1 << 20,
+            mmap_range: MmapRange {
+                min: 1000,
+                max: 1 << 20,
+            },
             threads,
         };
         let bytes = AtomicU64::new(0);
@@ -246,7 +249,7 @@ mod tests {
             schema: &schema,
             key: None,
             mode: ReadMode::Stream,
-            mmap_threshold: 0,
+            mmap_range: MmapRange::DEFAULT,
             threads: 4,
         };
         let mut seen = 0;
@@ -276,7 +279,7 @@ mod tests {
             schema: &schema,
             key: None,
             mode: ReadMode::Mmap,
-            mmap_threshold: 0,
+            mmap_range: MmapRange::DEFAULT,
             threads: 1,
         };
         let mut bad = Vec::new();
