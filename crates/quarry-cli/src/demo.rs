@@ -68,6 +68,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         overwrite: true,
         force_merge: None,
         directory: quarry::DirectoryKind::Mmap,
+        read_mode: crate::input::ReadMode::Auto,
+        mmap_min: crate::input::MmapRange::DEFAULT.min,
+        mmap_max: crate::input::MmapRange::DEFAULT.max,
+        read_threads: None,
+        dry_run: false,
         quiet: true,
     })?;
     println!(

@@ -1,21 +1,23 @@
 //! `quarry index`: JSON Lines in, a committed index out.
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use quarry::{
-    DirectoryKind, Document, FieldValue, IndexWriter, MergePolicy, Schema, WriterOptions,
-};
+use quarry::{DirectoryKind, IndexWriter, MergePolicy, Schema, WriterOptions};
 
-use crate::input::JsonLines;
+use crate::ingest::Ingest;
+use crate::input::{self, Lines, ReadMode};
 
 /// Lines read to infer a schema when none is given.
 const INFER_LINES: usize = 1000;
 
 #[derive(clap::Args, Debug)]
 pub struct IndexArgs {
-    /// Input documents: JSON Lines, optionally .gz or .zst compressed.
+    /// Input documents: a JSON Lines file (optionally .gz or .zst compressed), a directory of
+    /// them (*.jsonl, *.ndjson, *.json, also compressed; not recursive) or a quoted glob such as
+    /// 'data/*.jsonl.zst'. Files are read in parallel.
     #[arg(long)]
     pub input: PathBuf,
     /// Index directory (created if missing).
@@ -50,6 +52,25 @@ pub struct IndexArgs {
     /// Read path used for merging: mmap, pread, direct or adaptive.
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
+    /// How input files are read: `auto` memory-maps plain files of --mmap-min to --mmap-max
+    /// bytes and streams the others and compressed ones; `stream` suits files that another
+    /// process may truncate while they are indexed.
+    #[arg(long, value_enum, default_value_t = ReadMode::Auto)]
+    pub read_mode: ReadMode,
+    /// Smallest plain input file that `--read-mode auto` memory-maps, in bytes.
+    #[arg(long, default_value_t = input::MmapRange::DEFAULT.min)]
+    pub mmap_min: u64,
+    /// Largest plain input file that `--read-mode auto` memory-maps, in bytes.
+    #[arg(long, default_value_t = input::MmapRange::DEFAULT.max)]
+    pub mmap_max: u64,
+    /// Threads reading and parsing input files (default: one per core, at most one per file;
+    /// one with --key, so that the last line of a key wins across files).
+    #[arg(long)]
+    pub read_threads: Option<usize>,
+    /// Read and check every document against the schema, report what would be indexed, and
+    /// write nothing (no index is created or changed).
+    #[arg(long)]
+    pub dry_run: bool,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -64,25 +85,30 @@ pub struct IndexSummary {
     pub seconds: f64,
     /// Documents replaced (upserts with `--key`).
     pub live_docs: u64,
+    /// Nothing was written (`--dry-run`).
+    pub dry_run: bool,
 }
 
 /// Infers a schema from the first [`INFER_LINES`] documents. With `skip_bad`, malformed lines
 /// are passed over here as in the indexing loop (which reports and counts them).
-fn infer_schema(input: &Path, skip_bad: bool) -> Result<Schema> {
-    let mut lines = JsonLines::open(input)?;
+fn infer_schema(input: &Path, files: &[PathBuf], skip_bad: bool) -> Result<Schema> {
     let mut samples = Vec::new();
-    while samples.len() < INFER_LINES {
-        let Some((n, line)) = lines.next_line()? else {
-            break;
-        };
-        match quarry::document::parse_object(line) {
-            Ok(m) => samples.push((n, m)),
-            Err(_) if skip_bad => {}
-            Err(e) => bail!(
-                "{}: line {n}: {e} (found while inferring the schema; use --skip-bad to skip such lines)",
-                input.display()
-            ),
+    'files: for file in files {
+        let mut lines = Lines::open(file, ReadMode::Stream, input::MmapRange::DEFAULT)?;
+        while samples.len() < INFER_LINES {
+            let Some((n, line)) = lines.next_line()? else {
+                continue 'files;
+            };
+            match quarry::document::parse_object(line) {
+                Ok(m) => samples.push((n, m)),
+                Err(_) if skip_bad => {}
+                Err(e) => bail!(
+                    "{}: line {n}: {e} (found while inferring the schema; use --skip-bad to skip such lines)",
+                    file.display()
+                ),
+            }
         }
+        break;
     }
     if samples.is_empty() {
         bail!("{}: no documents to infer a schema from", input.display());
@@ -132,6 +158,7 @@ fn check_target(args: &IndexArgs) -> Result<()> {
 
 pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     check_target(args)?;
+    let files = input::expand(&args.input)?;
     let mut inferred = false;
     let schema = match &args.schema {
         None if args.append => None,
@@ -142,7 +169,7 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         }
         None => {
             inferred = true;
-            Some(infer_schema(&args.input, args.skip_bad)?)
+            Some(infer_schema(&args.input, &files, args.skip_bad)?)
         }
     };
     let opts = WriterOptions {
@@ -154,7 +181,9 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         merge_policy: MergePolicy::default(),
         directory: args.directory,
     };
-    let mut writer = if args.append {
+    let mut writer = if args.dry_run {
+        None
+    } else if args.append {
         let w = IndexWriter::open(&args.index, opts)?;
         if let (Some(s), Some(p)) = (&schema, &args.schema) {
             if w.schema() != s {
@@ -165,9 +194,9 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
                 );
             }
         }
-        w
+        Some(w)
     } else {
-        let Some(schema) = schema else {
+        let Some(schema) = schema.clone() else {
             bail!("no schema: give --schema FILE")
         };
         let made = if args.overwrite {
@@ -175,9 +204,14 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         } else {
             IndexWriter::create(&args.index, schema, opts)
         };
-        made.with_context(|| format!("cannot create an index in {}", args.index.display()))?
+        Some(made.with_context(|| format!("cannot create an index in {}", args.index.display()))?)
     };
-    let schema = writer.schema().clone();
+    let schema = match (&writer, schema) {
+        (Some(w), _) => w.schema().clone(),
+        (None, Some(s)) => s,
+        // A dry run against an existing index without --schema checks against its schema.
+        (None, None) => quarry::Index::open(&args.index)?.schema().clone(),
+    };
     if inferred && !args.quiet {
         eprintln!(
             "inferred schema (save it and pass --schema to fix it):\n{}",
@@ -195,9 +229,14 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
                 })?,
         ),
     };
-    let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).unwrap_or(0);
-    let compressed = !args.input.to_string_lossy().ends_with(".jsonl")
-        && !args.input.to_string_lossy().ends_with(".json");
+    let total_bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let compressed = files.iter().any(|f| {
+        let name = f.to_string_lossy();
+        !name.ends_with(".jsonl") && !name.ends_with(".json") && !name.ends_with(".ndjson")
+    });
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else if compressed {
@@ -213,60 +252,73 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         .progress_chars("=> "),
     );
     let start = Instant::now();
-    let mut lines = JsonLines::open(&args.input)?;
+    let key_name = args.key.as_deref().unwrap_or_default();
+    let ingest = Ingest {
+        files: &files,
+        schema: &schema,
+        key: key.map(|k| (k, key_name)),
+        mode: args.read_mode,
+        mmap_range: input::MmapRange {
+            min: args.mmap_min,
+            max: args.mmap_max,
+        },
+        threads: args
+            .read_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    };
+    let bytes_read = AtomicU64::new(0);
     let (mut docs, mut skipped) = (0u64, 0u64);
-    while let Some((n, line)) = lines.next_line()? {
-        let parsed = Document::from_json(&schema, line).and_then(|doc| match key {
-            None => Ok((doc, None)),
-            Some(k) => {
-                let v: Option<FieldValue> = doc
-                    .values()
-                    .iter()
-                    .find(|(f, _)| *f == k)
-                    .map(|(_, v)| v.clone());
-                match v {
-                    Some(v) => Ok((doc, Some(v))),
-                    None => Err(quarry::Error::Document {
-                        field: args.key.clone().unwrap_or_default(),
-                        reason: "the key field is missing: --key needs it in every document".into(),
-                    }),
-                }
-            }
-        });
-        match parsed {
-            Ok((doc, None)) => {
-                writer.add_document(doc)?;
-                docs += 1;
-            }
-            Ok((doc, Some(k))) => {
-                let field = args.key.as_deref().unwrap_or_default();
-                writer.update_document(field, &k, doc)?;
-                docs += 1;
-            }
-            Err(e) => {
-                let msg = format!("{}: line {n}: {e}", args.input.display());
-                if args.skip_bad {
-                    if skipped < 10 {
-                        bar.suspend(|| eprintln!("skipped {msg}"));
+    ingest.run(&bytes_read, |batch| {
+        for parsed in batch {
+            match parsed.doc {
+                Ok((doc, key)) => {
+                    match (writer.as_mut(), key) {
+                        (None, _) => {}
+                        (Some(w), None) => {
+                            w.add_document(doc)?;
+                        }
+                        (Some(w), Some(k)) => {
+                            w.update_document(key_name, &k, doc)?;
+                        }
                     }
-                    skipped += 1;
-                } else {
-                    bar.abandon();
-                    bail!("{msg}\nnothing from this run was committed; the index keeps its previous commit (use --skip-bad to skip such lines)");
+                    docs += 1;
+                }
+                Err(e) => {
+                    let msg = format!("{}: line {}: {e}", files[parsed.file].display(), parsed.line);
+                    if args.skip_bad {
+                        if skipped < 10 {
+                            bar.suspend(|| eprintln!("skipped {msg}"));
+                        }
+                        skipped += 1;
+                    } else {
+                        bar.abandon();
+                        bail!("{msg}\nnothing from this run was committed; the index keeps its previous commit (use --skip-bad to skip such lines)");
+                    }
                 }
             }
         }
-        if docs % 2048 == 0 {
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            let read = lines.bytes_read();
-            bar.set_position(read);
-            bar.set_message(format!(
-                "{docs} docs, {:.0} docs/s, {:.1} MB/s",
-                docs as f64 / secs,
-                read as f64 / 1e6 / secs
-            ));
-        }
-    }
+        let secs = start.elapsed().as_secs_f64().max(1e-9);
+        let read = bytes_read.load(Ordering::Relaxed);
+        bar.set_position(read);
+        bar.set_message(format!(
+            "{docs} docs, {:.0} docs/s, {:.1} MB/s",
+            docs as f64 / secs,
+            read as f64 / 1e6 / secs
+        ));
+        Ok(())
+    })?;
+    let Some(mut writer) = writer else {
+        bar.finish_and_clear();
+        return Ok(IndexSummary {
+            docs,
+            skipped,
+            segments: 0,
+            bytes: 0,
+            seconds: start.elapsed().as_secs_f64(),
+            live_docs: 0,
+            dry_run: true,
+        });
+    };
     bar.set_message("committing");
     writer.set_user_data("source", &args.input.display().to_string());
     let mut stats = writer.commit()?;
@@ -291,5 +343,6 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         bytes,
         seconds: start.elapsed().as_secs_f64(),
         live_docs: stats.live_docs,
+        dry_run: false,
     })
 }

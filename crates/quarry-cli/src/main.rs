@@ -10,6 +10,7 @@ use quarry::DirectoryKind;
 
 mod demo;
 mod index_cmd;
+mod ingest;
 mod input;
 mod search_cmd;
 
@@ -157,6 +158,16 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Index(args) => {
             let s = index_cmd::run(&args)?;
+            if s.dry_run {
+                println!(
+                    "dry run: read {} ({} skipped) in {:.2} s ({:.0} docs/s); nothing was written",
+                    plural(s.docs, "doc"),
+                    s.skipped,
+                    s.seconds,
+                    s.docs as f64 / s.seconds.max(1e-9)
+                );
+                return Ok(());
+            }
             println!(
                 "indexed {} ({} skipped) into {} segment(s), {} live in the index, {:.1} MB, in {:.2} s ({:.0} docs/s)",
                 plural(s.docs, "doc"),

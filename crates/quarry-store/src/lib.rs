@@ -37,6 +37,6 @@ pub use error::{Result, StoreError};
 #[cfg(feature = "testing")]
 pub use faulty::FaultyDirectory;
 pub use lock::FileLock;
-pub use mmap::MmapDirectory;
+pub use mmap::{map_for_sequential_read, MmapDirectory};
 pub use pool::{AlignedBuf, BufferPool, PoolStats};
 pub use pread::PreadDirectory;

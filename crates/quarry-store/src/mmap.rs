@@ -104,6 +104,29 @@ impl MappedFile {
     }
 }
 
+/// Maps a whole file read-only for one front-to-back pass, for input that is not an index file
+/// (JSON Lines fed to `quarry index`): one view, no copy, `MADV_SEQUENTIAL` so the kernel reads
+/// ahead and drops pages behind. An empty file gives an empty buffer.
+///
+/// Unlike index files, an input file may be changed by another process while it is mapped: if it
+/// is truncated, reading the lost tail faults (SIGBUS). Callers that cannot rule that out read
+/// with ordinary `read(2)` instead.
+pub fn map_for_sequential_read(path: &Path) -> Result<Bytes> {
+    let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io("stat", path, e))?
+        .len();
+    if len == 0 {
+        return Ok(Bytes::empty());
+    }
+    // SAFETY: the mapping is only read, through `Bytes`, which keeps it alive; the file is opened
+    // read-only. A concurrent truncation by another process is the documented hazard above.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", path, e))?;
+    let _ = map.advise(Advice::Sequential);
+    Ok(Bytes::from_owner(Arc::new(map)))
+}
+
 impl Directory for MmapDirectory {
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
         Ok(Arc::new(MappedFile::open(&self.fs, name, &[])?))
