@@ -248,7 +248,9 @@ mod tests {
 
     #[test]
     fn chunk_sums_match_chunks_whatever_the_pieces() {
-        let data: Vec<u8> = (0..3 * CHUNK_SIZE + 100).map(|i| (i * 7 % 251) as u8).collect();
+        let data: Vec<u8> = (0..3 * CHUNK_SIZE + 100)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
         let mut whole = ChunkSums::new();
         whole.update(&data);
         let mut pieces = ChunkSums::new();

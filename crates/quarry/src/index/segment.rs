@@ -101,9 +101,7 @@ fn check_frame(
 /// leaves the body (from a damaged meta or entry) is `Corrupt`, naming the file and `what`.
 fn read_body(file: &VerifiedFile, start: u64, len: u64, what: &str) -> Result<Bytes> {
     match start.checked_add(len) {
-        Some(end) if start >= HEADER_LEN as u64 && end <= file.data_end() => {
-            file.read(start, end)
-        }
+        Some(end) if start >= HEADER_LEN as u64 && end <= file.data_end() => file.read(start, end),
         _ => Err(Error::corrupt(
             file.name(),
             format!("{what} range [{start}, +{len}) is out of bounds"),
