@@ -405,4 +405,33 @@ mod tests {
         assert!(f.read(16_500, 17_000).is_ok(), "other chunks stay readable");
         assert!(f.read(0, f.data_end() + 1).is_err());
     }
+
+    #[test]
+    fn threads_verifying_the_same_chunks_agree_and_never_mark_a_bad_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..40_000u32).map(|i| (i % 241) as u8).collect();
+        let mut bytes = v3_file(&body);
+        bytes[20_000] ^= 0x80; // chunk 4
+        let f = Arc::new(open(tmp.path(), &bytes));
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    for start in (0..f.data_end() - 100).step_by(3000) {
+                        let r = f.read(start, start + 100);
+                        let bad = (16_384..20_480).contains(&start)
+                            || (16_384..20_480).contains(&(start + 99));
+                        assert_eq!(r.is_err(), bad, "range at {start}");
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let (verified, chunks) = f.verified_chunks();
+        assert_eq!(chunks, 10);
+        assert!(verified <= 9, "the bad chunk stays unverified");
+        assert!(f.verify(16_384, 16_385).is_err());
+    }
 }
