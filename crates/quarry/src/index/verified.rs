@@ -165,11 +165,6 @@ impl VerifiedFile {
         self.data_end
     }
 
-    /// The underlying handle (for reads that need no verification, such as the frame).
-    pub fn handle(&self) -> &Arc<dyn FileHandle> {
-        &self.handle
-    }
-
     /// True when reads are checked against chunk checksums (a v3 file, verification enabled).
     pub fn is_checked(&self) -> bool {
         self.table.is_some() && verification_enabled()
