@@ -14,5 +14,5 @@ pub mod varint;
 pub use bitpack::{BlockCodec, BLOCK_LEN};
 pub use checksum::crc32c;
 pub use error::CodecError;
-pub use framing::{FileKind, Header, FOOTER_LEN, HEADER_LEN};
+pub use framing::{ChunkSums, FileKind, Header, CHUNK_SIZE, FOOTER_LEN, HEADER_LEN};
 pub use reader::ByteReader;

@@ -143,6 +143,7 @@ mod tests {
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
         let e: ApiError = quarry::Error::Corrupt {
             file: "a".into(),
+            offset: None,
             reason: "b".into(),
         }
         .into();

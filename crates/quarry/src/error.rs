@@ -10,8 +10,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("corrupt index file {file}: {reason}; run `quarry check` and restore the index from a backup or re-index")]
-    Corrupt { file: String, reason: String },
+    /// A damaged file; `offset` is the byte offset of the damaged chunk when a chunk checksum
+    /// (format v3) or a range check located it.
+    #[error("corrupt index file {file}{}: {reason}; run `quarry check` and restore the index from a backup or re-index", at_offset(*.offset))]
+    Corrupt {
+        file: String,
+        offset: Option<u64>,
+        reason: String,
+    },
     #[error("index file {file} has format version {found}, older than the oldest this build reads ({min}); re-index with this version")]
     TooOld { file: String, found: u32, min: u32 },
     #[error("index file {file} has format version {found}, newer than this build reads ({max}); upgrade quarry")]
@@ -92,6 +98,20 @@ impl Error {
     pub(crate) fn corrupt(file: impl Into<String>, reason: impl std::fmt::Display) -> Self {
         Error::Corrupt {
             file: file.into(),
+            offset: None,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// `Corrupt` at byte `offset` of `file`.
+    pub(crate) fn corrupt_at(
+        file: impl Into<String>,
+        offset: u64,
+        reason: impl std::fmt::Display,
+    ) -> Self {
+        Error::Corrupt {
+            file: file.into(),
+            offset: Some(offset),
             reason: reason.to_string(),
         }
     }
@@ -113,6 +133,10 @@ impl Error {
             other => Error::corrupt(file, other),
         }
     }
+}
+
+fn at_offset(offset: Option<u64>) -> String {
+    offset.map(|o| format!(" at byte {o}")).unwrap_or_default()
 }
 
 fn at_column(column: usize) -> String {

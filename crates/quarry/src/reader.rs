@@ -161,6 +161,16 @@ impl IndexReader {
         self.read_current().index.clone()
     }
 
+    /// Verifies every byte of the current view's segment files; see [`Index::scrub`].
+    pub fn scrub(&self) -> Result<()> {
+        self.index().scrub()
+    }
+
+    /// [`scrub`](Self::scrub) on a background thread; join the handle for the first corruption.
+    pub fn scrub_in_background(&self) -> std::thread::JoinHandle<Result<()>> {
+        self.index().scrub_in_background()
+    }
+
     /// The commit generation of the current view.
     pub fn generation(&self) -> u64 {
         self.read_current().index.commit().generation

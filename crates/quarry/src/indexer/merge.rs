@@ -56,6 +56,11 @@ pub(crate) fn merge_with_maps(
     name: &str,
 ) -> Result<(SegmentMeta, Vec<DocMap>)> {
     let live_of = |i: usize| live.get(i).and_then(|l| l.as_deref());
+    // A merge copies its sources into a new segment with fresh checksums: verify every byte of
+    // them first, so that damage is reported instead of being sealed into the new segment.
+    for s in segments {
+        s.verify_all()?;
+    }
     let mut maps = Vec::with_capacity(segments.len());
     let mut total = 0u32;
     for (i, s) in segments.iter().enumerate() {

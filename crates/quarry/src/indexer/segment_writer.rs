@@ -136,8 +136,8 @@ impl SegmentFileWriter {
     }
 }
 
-/// Creates `name`, writes the parts (which start with the file's header) and the footer with a
-/// CRC computed on the way, and fsyncs.
+/// Creates `name`, writes the parts (which start with the file's header), the chunk checksum
+/// table (format v3) and the footer, with the CRCs computed on the way, and fsyncs.
 fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<FileMeta> {
     let io = |e| {
         Error::Store(quarry_store::StoreError::Io {
@@ -149,11 +149,18 @@ fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<Fil
     let mut w = dir.create(name)?;
     let mut crc = 0u32;
     let mut len = 0u64;
+    let mut chunks = quarry_codecs::ChunkSums::new();
     for p in parts {
         w.write_all(p).map_err(io)?;
         crc = quarry_codecs::checksum::crc32c_append(crc, p);
+        chunks.update(p);
         len += p.len() as u64;
     }
+    // Format v3: the per-chunk checksum table and its trailer, before the footer.
+    let table = chunks.finish();
+    w.write_all(&table).map_err(io)?;
+    crc = quarry_codecs::checksum::crc32c_append(crc, &table);
+    len += table.len() as u64;
     let magic = quarry_codecs::framing::FOOTER_MAGIC.to_le_bytes();
     crc = quarry_codecs::checksum::crc32c_append(crc, &magic);
     w.write_all(&magic).map_err(io)?;

@@ -1,0 +1,432 @@
+//! Were these bytes checked against their chunk checksums? Read-path integrity (format v3): a
+//! segment data file carries one CRC32C per 4 KiB chunk; a [`VerifiedFile`] checks a chunk the
+//! first time this process reads it and remembers that in a lock-free bitmap, so a warm read
+//! costs one relaxed atomic load per 64 chunks of the range.
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use quarry_codecs::framing::{self, CHUNK_SIZE, CHUNK_TRAILER_LEN};
+use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
+use quarry_store::{Bytes, FileHandle};
+
+use crate::error::InFile;
+use crate::{Error, Result};
+
+/// Whether reads verify chunk checksums: on, unless the environment variable
+/// `QUARRY_VERIFY_CHUNKS` is `0` or `off` (read once per process; for measuring the cost only).
+pub fn verification_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !matches!(
+            std::env::var("QUARRY_VERIFY_CHUNKS").as_deref(),
+            Ok("0") | Ok("off")
+        )
+    })
+}
+
+/// One bit per chunk: set once the chunk's checksum matched. Bits are only ever set, never
+/// cleared, and only after a successful check, so a set bit always means "checked".
+#[derive(Debug)]
+pub struct VerifiedBitmap {
+    words: Box<[AtomicU64]>,
+    chunks: u64,
+}
+
+impl VerifiedBitmap {
+    /// A bitmap of `chunks` unverified chunks.
+    pub fn new(chunks: u64) -> Self {
+        let words = chunks.div_ceil(64) as usize;
+        Self {
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            chunks,
+        }
+    }
+
+    /// The number of chunks.
+    pub fn len(&self) -> u64 {
+        self.chunks
+    }
+
+    /// True when the bitmap has no chunks.
+    pub fn is_empty(&self) -> bool {
+        self.chunks == 0
+    }
+
+    /// True when every chunk of `range` is verified (an empty range is). One relaxed load per
+    /// 64 chunks: the bits are monotone and the bytes they describe are immutable, so no
+    /// ordering with other memory is needed.
+    #[inline]
+    pub fn all_set(&self, range: Range<u64>) -> bool {
+        if range.start >= range.end {
+            return true;
+        }
+        if range.end > self.chunks {
+            return false;
+        }
+        let (mut i, end) = (range.start, range.end);
+        while i < end {
+            let w = (i / 64) as usize;
+            let lo = i % 64;
+            let hi = ((end - (i - lo)).min(64)) as u32;
+            let mask = mask_bits(lo as u32, hi);
+            if self.words[w].load(Ordering::Relaxed) & mask != mask {
+                return false;
+            }
+            i = i - lo + 64;
+        }
+        true
+    }
+
+    /// True when chunk `i` is verified.
+    pub fn is_set(&self, i: u64) -> bool {
+        self.all_set(i..i + 1)
+    }
+
+    /// Records that chunk `i` was checked (idempotent; two threads may both check and set it).
+    pub fn set(&self, i: u64) {
+        if i < self.chunks {
+            self.words[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// The number of verified chunks.
+    pub fn count(&self) -> u64 {
+        self.words
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum()
+    }
+}
+
+/// Bits `lo..hi` of a word (`hi <= 64`).
+#[inline]
+fn mask_bits(lo: u32, hi: u32) -> u64 {
+    let upper = if hi >= 64 { u64::MAX } else { (1u64 << hi) - 1 };
+    upper & !((1u64 << lo) - 1)
+}
+
+/// The chunk checksums of a v3 file: the table is read at the first verification, not at open.
+#[derive(Debug)]
+struct ChunkTable {
+    /// Header and body length: the chunks cover `[0, covered)`, the table starts there.
+    covered: u64,
+    sums: OnceLock<Bytes>,
+    verified: VerifiedBitmap,
+}
+
+/// A segment data file whose reads are verified against its chunk checksums (format v3), or
+/// passed through unverified (v1 and v2 files, which have none).
+#[derive(Debug)]
+pub struct VerifiedFile {
+    handle: Arc<dyn FileHandle>,
+    data_end: u64,
+    table: Option<ChunkTable>,
+}
+
+impl VerifiedFile {
+    /// Wraps `handle`, whose frame was checked; `version` is its header's format version. For v3
+    /// reads the 16-byte chunk-table trailer (no other byte) and validates it.
+    pub fn open(handle: Arc<dyn FileHandle>, version: u32) -> Result<Self> {
+        let len = handle.len();
+        if version < 3 {
+            return Ok(Self {
+                data_end: len.saturating_sub(FOOTER_LEN as u64),
+                handle,
+                table: None,
+            });
+        }
+        let tail_len = (CHUNK_TRAILER_LEN + FOOTER_LEN) as u64;
+        if len < tail_len + HEADER_LEN as u64 {
+            return Err(Error::corrupt(
+                handle.name(),
+                format!("{len} bytes is too short for a chunk table"),
+            ));
+        }
+        let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
+        let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
+        Ok(Self {
+            data_end: covered,
+            table: Some(ChunkTable {
+                covered,
+                sums: OnceLock::new(),
+                verified: VerifiedBitmap::new(framing::chunk_count(covered)),
+            }),
+            handle,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        self.handle.name()
+    }
+
+    /// Where the body ends: the chunk table (v3) or the footer (v1, v2).
+    pub fn data_end(&self) -> u64 {
+        self.data_end
+    }
+
+    /// True when reads are checked against chunk checksums (a v3 file, verification enabled).
+    pub fn is_checked(&self) -> bool {
+        self.table.is_some() && verification_enabled()
+    }
+
+    /// The whole file as a zero-copy view (mmap), unverified: callers verify the ranges they
+    /// use with [`VerifiedFile::verify`].
+    pub fn mapped_view(&self) -> Option<Bytes> {
+        self.handle.mapped_view()
+    }
+
+    /// The bytes of `[start, end)` of the header and body, verified.
+    pub fn read(&self, start: u64, end: u64) -> Result<Bytes> {
+        if start > end || end > self.data_end {
+            return Err(Error::corrupt_at(
+                self.name(),
+                start,
+                format!("range [{start}, {end}) is outside the file body"),
+            ));
+        }
+        let Some(t) = self.table.as_ref().filter(|_| verification_enabled()) else {
+            return Ok(self.handle.read_bytes(start, end)?);
+        };
+        let chunks = chunk_range(start, end);
+        if t.verified.all_set(chunks.clone()) {
+            return Ok(self.handle.read_bytes(start, end)?);
+        }
+        // First touch: read the chunk-aligned superset once, check it, return the slice.
+        let (a, b) = (
+            chunks.start * CHUNK_SIZE as u64,
+            (chunks.end * CHUNK_SIZE as u64).min(t.covered),
+        );
+        let bytes = self.handle.read_bytes(a, b)?;
+        self.check_chunks(t, chunks, a, &bytes)?;
+        Ok(bytes
+            .slice((start - a) as usize..(end - a) as usize)
+            .expect("inside the aligned range"))
+    }
+
+    /// Verifies `[start, end)` without returning it (a range of an mmap view in use).
+    pub fn verify(&self, start: u64, end: u64) -> Result<()> {
+        match self.table.as_ref().filter(|_| verification_enabled()) {
+            Some(t) if !t.verified.all_set(chunk_range(start, end.min(t.covered))) => {
+                self.read(start, end).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Verifies every chunk (scrub, merge sources) in pieces of 1 MiB, whatever the setting of
+    /// [`verification_enabled`]; for v1/v2 files recomputes the whole-file CRC instead.
+    pub fn verify_all(&self) -> Result<()> {
+        let Some(t) = &self.table else {
+            let bytes = self.handle.read_all()?;
+            return crate::codec::format::check_crc(self.name(), &bytes);
+        };
+        let step = 256u64;
+        let mut c = 0;
+        while c < t.verified.len() {
+            let r = c..(c + step).min(t.verified.len());
+            if !t.verified.all_set(r.clone()) {
+                let a = r.start * CHUNK_SIZE as u64;
+                let b = (r.end * CHUNK_SIZE as u64).min(t.covered);
+                let bytes = self.handle.read_bytes(a, b)?;
+                self.check_chunks(t, r.clone(), a, &bytes)?;
+            }
+            c = r.end;
+        }
+        Ok(())
+    }
+
+    /// The number of chunks verified so far and in all (`(0, 0)` for files without a table).
+    pub fn verified_chunks(&self) -> (u64, u64) {
+        self.table
+            .as_ref()
+            .map_or((0, 0), |t| (t.verified.count(), t.verified.len()))
+    }
+
+    fn sums<'t>(&self, t: &'t ChunkTable) -> Result<&'t Bytes> {
+        if let Some(s) = t.sums.get() {
+            return Ok(s);
+        }
+        let n = t.verified.len();
+        let s = self.handle.read_bytes(t.covered, t.covered + 4 * n)?;
+        Ok(t.sums.get_or_init(|| s))
+    }
+
+    /// Checks chunks `chunks` whose bytes (starting at file offset `at`) are `bytes`.
+    fn check_chunks(
+        &self,
+        t: &ChunkTable,
+        chunks: Range<u64>,
+        at: u64,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let sums = self.sums(t)?;
+        for c in chunks {
+            if t.verified.is_set(c) {
+                continue;
+            }
+            let a = c * CHUNK_SIZE as u64;
+            let b = (a + CHUNK_SIZE as u64).min(t.covered);
+            let piece = &bytes[(a - at) as usize..(b - at) as usize];
+            let i = (4 * c) as usize;
+            let stored = u32::from_le_bytes(sums[i..i + 4].try_into().expect("4 bytes"));
+            let computed = quarry_codecs::crc32c(piece);
+            if stored != computed {
+                return Err(Error::corrupt_at(
+                    self.name(),
+                    a,
+                    format!(
+                        "chunk {c} (bytes {a}..{b}) has checksum {computed:#010x}, \
+                         the chunk table says {stored:#010x}"
+                    ),
+                ));
+            }
+            t.verified.set(c);
+        }
+        Ok(())
+    }
+}
+
+/// The chunks that bytes `[start, end)` touch.
+fn chunk_range(start: u64, end: u64) -> Range<u64> {
+    if start >= end {
+        return 0..0;
+    }
+    start / CHUNK_SIZE as u64..end.div_ceil(CHUNK_SIZE as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_only_report_what_was_set() {
+        let b = VerifiedBitmap::new(200);
+        assert!(b.all_set(5..5));
+        assert!(!b.all_set(0..1));
+        for i in 60..130 {
+            b.set(i);
+        }
+        assert!(b.all_set(60..130));
+        assert!(b.all_set(64..128));
+        assert!(!b.all_set(59..130));
+        assert!(!b.all_set(60..131));
+        assert!(!b.all_set(190..201), "past the end is never verified");
+        assert_eq!(b.count(), 70);
+        b.set(500);
+        assert_eq!(b.count(), 70);
+        for i in 0..200 {
+            assert_eq!(b.is_set(i), (60..130).contains(&i), "chunk {i}");
+        }
+    }
+
+    #[test]
+    fn two_threads_setting_the_same_chunks_is_fine() {
+        let b = Arc::new(VerifiedBitmap::new(1000));
+        let hs: Vec<_> = (0..2)
+            .map(|t| {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    for i in (0..1000).filter(|i| i % 3 != 0) {
+                        b.set(i);
+                        assert!(b.is_set(i));
+                    }
+                    t
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(b.count(), (0..1000).filter(|i| i % 3 != 0).count() as u64);
+        for i in 0..1000 {
+            assert_eq!(b.is_set(i), i % 3 != 0);
+        }
+    }
+
+    /// A v3 file in memory: header, `body`, chunk table, footer.
+    fn v3_file(body: &[u8]) -> Vec<u8> {
+        let mut f = Vec::new();
+        quarry_codecs::Header {
+            kind: quarry_codecs::FileKind(*b"TEST"),
+            version: 3,
+        }
+        .write(&mut f);
+        f.extend_from_slice(body);
+        let mut sums = quarry_codecs::ChunkSums::new();
+        sums.update(&f);
+        f.extend_from_slice(&sums.finish());
+        framing::write_footer(&mut f);
+        f
+    }
+
+    fn open(dir: &std::path::Path, bytes: &[u8]) -> VerifiedFile {
+        std::fs::write(dir.join("f"), bytes).unwrap();
+        let d = quarry_store::MmapDirectory::open(dir).unwrap();
+        let h = quarry_store::Directory::open(&d, "f").unwrap();
+        VerifiedFile::open(h, 3).unwrap()
+    }
+
+    #[test]
+    fn a_flipped_chunk_is_reported_with_its_offset_and_never_marked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+        let good = v3_file(&body);
+        let f = open(tmp.path(), &good);
+        assert_eq!(f.data_end(), (HEADER_LEN + body.len()) as u64);
+        let r = f.read(5000, 9000).unwrap();
+        assert_eq!(&r[..], &good[5000..9000]);
+        assert_eq!(f.verified_chunks(), (2, 5));
+        f.verify_all().unwrap();
+        assert_eq!(f.verified_chunks(), (5, 5));
+
+        let mut bad = good.clone();
+        bad[13_000] ^= 1;
+        let tmp2 = tempfile::tempdir().unwrap();
+        let f = open(tmp2.path(), &bad);
+        assert_eq!(&f.read(0, 12_000).unwrap()[..], &bad[..12_000]);
+        for _ in 0..2 {
+            match f.read(12_500, 12_600) {
+                Err(Error::Corrupt {
+                    file,
+                    offset: Some(o),
+                    ..
+                }) => assert_eq!((file.as_str(), o), ("f", 12_288)),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(f.verified_chunks(), (3, 5));
+        assert!(f.verify_all().is_err());
+        assert!(f.read(16_500, 17_000).is_ok(), "other chunks stay readable");
+        assert!(f.read(0, f.data_end() + 1).is_err());
+    }
+
+    #[test]
+    fn threads_verifying_the_same_chunks_agree_and_never_mark_a_bad_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..40_000u32).map(|i| (i % 241) as u8).collect();
+        let mut bytes = v3_file(&body);
+        bytes[20_000] ^= 0x80; // chunk 4
+        let f = Arc::new(open(tmp.path(), &bytes));
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    for start in (0..f.data_end() - 100).step_by(3000) {
+                        let r = f.read(start, start + 100);
+                        let bad = (16_384..20_480).contains(&start)
+                            || (16_384..20_480).contains(&(start + 99));
+                        assert_eq!(r.is_err(), bad, "range at {start}");
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let (verified, chunks) = f.verified_chunks();
+        assert_eq!(chunks, 10);
+        assert!(verified <= 9, "the bad chunk stays unverified");
+        assert!(f.verify(16_384, 16_385).is_err());
+    }
+}
