@@ -182,10 +182,10 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             };
             with_attrs(py, QuarryIOError::new_err(msg), &[("path", obj(py, path))])
         }
-        Error::Corrupt { file, .. } => with_attrs(
+        Error::Corrupt { file, offset, .. } => with_attrs(
             py,
             CorruptIndexError::new_err(msg),
-            &[("file", obj(py, file))],
+            &[("file", obj(py, file)), ("offset", obj(py, offset))],
         ),
         Error::TooOld { file, found, .. } | Error::TooNew { file, found, .. } => with_attrs(
             py,

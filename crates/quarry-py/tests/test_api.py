@@ -262,6 +262,22 @@ def test_corruption_is_a_typed_error(index):
     with pytest.raises(quarry.CorruptIndexError) as e:
         quarry.Index.open(index.path)
     assert e.value.file.endswith(".meta")
+    assert e.value.offset is None
+
+
+def test_a_damaged_chunk_names_its_file_and_offset(index):
+    from pathlib import Path
+
+    norms = sorted(Path(index.path).glob("*.norms"))
+    assert norms
+    data = bytearray(norms[0].read_bytes())
+    data[20] ^= 0xFF  # inside the first 4 KiB chunk, after the 16-byte header
+    norms[0].write_bytes(bytes(data))
+    searcher = quarry.Index.open(index.path).searcher()
+    with pytest.raises(quarry.CorruptIndexError) as e:
+        searcher.search("title:oil")
+    assert e.value.file.endswith(".norms")
+    assert e.value.offset == 0
 
 
 def test_help_is_useful():

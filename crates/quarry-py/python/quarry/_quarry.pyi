@@ -19,6 +19,8 @@ class QuarryIOError(QuarryError):
 
 class CorruptIndexError(QuarryError):
     file: str
+    offset: int | None
+    """Byte offset of the damaged chunk, when known (format v3 indexes)."""
 
 class IndexVersionError(QuarryError):
     file: str
