@@ -60,7 +60,7 @@ pub fn count_and(
     let mut steps = 0u32;
     'outer: while target != TERMINATED {
         steps = steps.wrapping_add(1);
-        if steps % STEPS_PER_CHECK == 0 && budget.check_now() {
+        if steps.is_multiple_of(STEPS_PER_CHECK) && budget.check_now() {
             break;
         }
         for c in rest.iter_mut() {
