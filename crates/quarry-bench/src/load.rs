@@ -53,13 +53,13 @@ pub struct LoadArgs {
 }
 
 /// A kept-alive HTTP/1.1 connection.
-struct Conn {
+pub(crate) struct Conn {
     host: String,
     stream: BufReader<TcpStream>,
 }
 
 impl Conn {
-    fn open(host: &str) -> Result<Conn> {
+    pub(crate) fn open(host: &str) -> Result<Conn> {
         let s = TcpStream::connect(host).with_context(|| format!("connecting to {host}"))?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -70,7 +70,7 @@ impl Conn {
     }
 
     /// Sends one request; returns the status and body.
-    fn request(
+    pub(crate) fn request(
         &mut self,
         method: &str,
         path: &str,
@@ -112,7 +112,7 @@ impl Conn {
     }
 }
 
-fn host_of(url: &str) -> Result<String> {
+pub(crate) fn host_of(url: &str) -> Result<String> {
     let h = url
         .strip_prefix("http://")
         .context("--url must start with http://")?;
@@ -137,12 +137,19 @@ struct RateResult {
 
 const INDEX: &str = "load-w2";
 
-fn bulk_body(docs: &[String]) -> Vec<u8> {
+/// A `_bulk` body indexing `docs` with ids `first_id`, `first_id + 1`, ... and deleting the
+/// documents `delete`.
+pub(crate) fn bulk_body(docs: &[String], first_id: u64, delete: &[u64]) -> Vec<u8> {
     let mut out = Vec::new();
-    for d in docs {
-        out.extend_from_slice(b"{\"index\":{}}\n");
+    for (i, d) in docs.iter().enumerate() {
+        out.extend_from_slice(
+            format!("{{\"index\":{{\"_id\":\"{}\"}}}}\n", first_id + i as u64).as_bytes(),
+        );
         out.extend_from_slice(d.as_bytes());
         out.push(b'\n');
+    }
+    for id in delete {
+        out.extend_from_slice(format!("{{\"delete\":{{\"_id\":\"{id}\"}}}}\n").as_bytes());
     }
     out
 }
@@ -193,12 +200,12 @@ pub fn run(args: LoadArgs) -> Result<()> {
         );
     }
     eprintln!("[load] preloading {} documents", args.preload);
-    for chunk in docs[..args.preload].chunks(1000) {
+    for (n, chunk) in docs[..args.preload].chunks(1000).enumerate() {
         let (st, body) = c.request(
             "POST",
             &format!("/{INDEX}/_bulk"),
             "application/x-ndjson",
-            &bulk_body(chunk),
+            &bulk_body(chunk, n as u64 * 1000, &[]),
         )?;
         if st != 200 || String::from_utf8_lossy(&body).contains("\"errors\":true") {
             bail!(
@@ -286,7 +293,8 @@ fn run_rate(
         3,
     )?));
     let stop = Arc::new(AtomicBool::new(false));
-    // Indexing stream: a batch every 100 ms.
+    // Indexing stream: a batch every 100 ms, which also deletes one in ten of the documents
+    // indexed a few batches before.
     let indexer = {
         let (host, docs, next_doc, stop) = (
             host.to_string(),
@@ -305,14 +313,16 @@ fn run_rate(
             };
             let mut tick = Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                let from =
-                    next_doc.fetch_add(per_batch as u64, Ordering::Relaxed) as usize % docs.len();
+                let id = next_doc.fetch_add(per_batch as u64, Ordering::Relaxed);
+                let from = id as usize % docs.len();
                 let to = (from + per_batch).min(docs.len());
+                let old = id.saturating_sub(5 * per_batch as u64);
+                let delete: Vec<u64> = (old..old + per_batch as u64).step_by(10).collect();
                 match c.request(
                     "POST",
                     &format!("/{INDEX}/_bulk"),
                     "application/x-ndjson",
-                    &bulk_body(&docs[from..to]),
+                    &bulk_body(&docs[from..to], id, &delete),
                 ) {
                     Ok((200, b)) if !String::from_utf8_lossy(&b).contains("\"errors\":true") => {
                         done += (to - from) as u64

@@ -8,6 +8,7 @@
 // placeholder, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod budget;
 mod cache;
 mod charts;
 mod codecs;
@@ -55,6 +56,8 @@ enum Cmd {
     Io(io_study::IoArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
     Load(load::LoadArgs),
+    /// Time budgets on the slowest W2 queries through a running `quarry serve`.
+    Budget(budget::BudgetArgs),
     /// Run one engine's driver (the orchestrator spawns these).
     Driver {
         #[command(subcommand)]
@@ -101,6 +104,7 @@ fn real_main() -> Result<()> {
         Cmd::Io(args) => io_study::run(args),
         Cmd::Codecs(args) => codecs::run(args),
         Cmd::Load(args) => load::run(args),
+        Cmd::Budget(args) => budget::run(args),
         Cmd::Driver {
             engine: Engine::Tantivy { cmd },
         } => drivers::run::<drivers::tantivy::Tantivy>(cmd),

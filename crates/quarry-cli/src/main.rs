@@ -81,6 +81,16 @@ struct ServeArgs {
     /// Largest request body in bytes (larger ones get 413).
     #[arg(long, default_value_t = 100 << 20)]
     max_body_bytes: usize,
+    /// Time budget of a search that sets no `timeout` (e.g. 500ms, 2s); the best hits found
+    /// within it are returned with `"timed_out": true`. Default: none.
+    #[arg(long, value_parser = parse_search_timeout)]
+    search_timeout: Option<std::time::Duration>,
+}
+
+fn parse_search_timeout(s: &str) -> Result<std::time::Duration, String> {
+    quarry_server::indices::parse_duration_ms(s)
+        .map(std::time::Duration::from_millis)
+        .ok_or_else(|| format!("invalid duration {s:?} (e.g. 500ms, 2s)"))
 }
 
 /// Exit status when documents were committed but a merge after the commit failed.
@@ -271,6 +281,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut config = quarry_server::Config::new(args.data);
             config.listen = args.listen;
             config.max_body_bytes = args.max_body_bytes;
+            config.default_search_timeout = args.search_timeout;
             if let Some(path) = &args.api_key_file {
                 config.api_keys = Some(quarry_server::load_api_keys(path)?);
             }

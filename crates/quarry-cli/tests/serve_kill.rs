@@ -3,7 +3,7 @@
 //! must be found, and none twice.
 //!
 //! Cycles: `QUARRY_KILL_CYCLES` (default 3). The long run quoted in the README:
-//! `QUARRY_KILL_CYCLES=50 cargo test --release -p quarry-cli --test serve_kill -- --nocapture`.
+//! `QUARRY_KILL_CYCLES=100 cargo test -p quarry-cli --test serve_kill -- --nocapture`.
 #![cfg(unix)]
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use quarry::query::Query;
 use quarry::{
-    Document, FieldValue, IndexReader, IndexWriter, Schema, SearchMode, SearchResult, Searcher,
-    WriterOptions,
+    Document, FieldValue, IndexReader, IndexWriter, Schema, SearchMode, SearchOptions,
+    SearchResult, Searcher, WriterOptions,
 };
 use serde_json::{Map, Value};
 
@@ -483,15 +483,16 @@ impl IndexHandle {
                 || self.translog.size_bytes() >= COMMIT_TRANSLOG_BYTES)
     }
 
-    /// Runs a search on the current searcher.
+    /// Runs a search on the current searcher (with a deadline when `opts` has one).
     pub fn search(
         &self,
         query: &Query,
         k: usize,
         mode: SearchMode,
+        opts: &SearchOptions,
     ) -> Result<(Arc<Searcher>, SearchResult), ApiError> {
         let s = self.searcher();
-        let r = s.search(query, k, mode)?;
+        let r = s.search_with(query, k, mode, opts)?;
         Ok((s, r))
     }
 

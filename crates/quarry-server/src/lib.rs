@@ -49,6 +49,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Engine calls (searches, writes) running at once on the blocking pool.
     pub workers: usize,
+    /// The time budget of a search that gives no `timeout` (`None`: unlimited, as in
+    /// Elasticsearch's `search.default_search_timeout`).
+    pub default_search_timeout: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -61,6 +64,7 @@ impl Config {
             api_keys: None,
             max_body_bytes: 100 << 20,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get() + 1),
+            default_search_timeout: None,
         }
     }
 }

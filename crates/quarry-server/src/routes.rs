@@ -454,12 +454,13 @@ async fn search_common(
     let start = Instant::now();
     let h = state.indices.get(&index)?;
     let body = json_body(&body)?;
+    let default_timeout = state.config.default_search_timeout;
     let out = blocking(&state, move || {
         let req = search::parse_request(&body, &p, &h.searcher(), count_only)?;
         if count_only {
             search::count(&h, &req)
         } else {
-            search::run(&h, &req, start)
+            search::run(&h, &req, start, default_timeout)
         }
     })
     .await?;

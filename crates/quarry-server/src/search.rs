@@ -1,8 +1,10 @@
 //! What does a `_search` or `_count` request ask for, and how is the answer shaped?
 use std::collections::HashMap;
 
+use std::time::{Duration, Instant};
+
 use quarry::query::Query;
-use quarry::{SearchMode, Searcher};
+use quarry::{SearchMode, SearchOptions, Searcher};
 use serde_json::{json, Map, Value};
 
 use crate::dsl;
@@ -38,8 +40,9 @@ pub struct SearchRequest {
     pub size: usize,
     pub track_total: TrackTotal,
     pub source: SourceFilter,
-    /// Accepted and validated; the engine has no deadlines yet, so it is not enforced.
-    pub timeout_ms: Option<u64>,
+    /// The request's time budget: `None` when not given (the server default applies),
+    /// `Some(None)` for `-1` (no budget, overriding the default), `Some(Some(ms))` otherwise.
+    pub timeout_ms: Option<Option<u64>>,
 }
 
 fn usize_of(v: &Value, what: &str) -> Result<usize, ApiError> {
@@ -225,11 +228,12 @@ pub fn parse_request(
     };
     let timeout_ms = match pick("timeout") {
         None => None,
-        Some(Value::String(s)) => Some(parse_duration_ms(&s).ok_or_else(|| {
+        Some(Value::String(s)) if s.trim() == "-1" => Some(None),
+        Some(Value::String(s)) => Some(Some(parse_duration_ms(&s).ok_or_else(|| {
             ApiError::parsing(format!(
-                "failed to parse [timeout] value [{s}] (e.g. 500ms, 2s)"
+                "failed to parse [timeout] value [{s}] (e.g. 500ms, 2s, -1 for none)"
             ))
-        })?),
+        })?)),
         Some(_) => {
             return Err(ApiError::parsing(
                 "[timeout] must be a string such as \"2s\"",
@@ -246,18 +250,40 @@ pub fn parse_request(
     })
 }
 
-/// Runs a search request on one index and builds the Elasticsearch response body.
+impl SearchRequest {
+    /// The search options for a request received at `start`: its deadline is `start` plus the
+    /// request's `timeout`, or plus the server's `default_timeout` when it gives none (so time
+    /// spent waiting for a worker counts against the budget).
+    pub fn options(&self, start: Instant, default_timeout: Option<Duration>) -> SearchOptions {
+        let budget = match self.timeout_ms {
+            None => default_timeout,
+            Some(ms) => ms.map(Duration::from_millis),
+        };
+        SearchOptions {
+            deadline: budget.and_then(|b| start.checked_add(b)),
+        }
+    }
+}
+
+/// Runs a search request on one index and builds the Elasticsearch response body; the request
+/// arrived at `took_start`, and its time budget is its `timeout` or `default_timeout`. When the
+/// budget runs out, the hits are the best found so far, `timed_out` is true and the total is a
+/// lower bound (`"relation": "gte"`).
 pub fn run(
     handle: &IndexHandle,
     req: &SearchRequest,
-    took_start: std::time::Instant,
+    took_start: Instant,
+    default_timeout: Option<Duration>,
 ) -> Result<Value, ApiError> {
     let k = req.from + req.size;
     let mode = match req.track_total {
+        // Only the count is asked for: nothing to score.
+        TrackTotal::UpTo(_) if k == 0 => SearchMode::Count,
         TrackTotal::Off => SearchMode::Top,
         TrackTotal::UpTo(_) => SearchMode::TopCount,
     };
-    let (searcher, result) = handle.search(&req.query, k.max(1), mode)?;
+    let opts = req.options(took_start, default_timeout);
+    let (searcher, result) = handle.search(&req.query, k.max(1), mode, &opts)?;
     let mut hits = Vec::new();
     for hit in result.top.iter().skip(req.from).take(req.size) {
         let stored = searcher.stored_fields(hit.doc)?;
@@ -277,6 +303,8 @@ pub fn run(
     if let TrackTotal::UpTo(limit) = req.track_total {
         let (value, relation) = if result.total_hits > limit {
             (limit, "gte")
+        } else if result.timed_out {
+            (result.total_hits, "gte")
         } else {
             (result.total_hits, "eq")
         };
@@ -284,15 +312,16 @@ pub fn run(
     }
     Ok(json!({
         "took": took_start.elapsed().as_millis() as u64,
-        "timed_out": false,
+        "timed_out": result.timed_out,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
         "hits": hits_obj,
     }))
 }
 
-/// Runs a `_count` request.
+/// Runs a `_count` request (no time budget: Elasticsearch's `_count` has none).
 pub fn count(handle: &IndexHandle, req: &SearchRequest) -> Result<Value, ApiError> {
-    let (_, result) = handle.search(&req.query, 0, SearchMode::Count)?;
+    let opts = SearchOptions::default();
+    let (_, result) = handle.search(&req.query, 0, SearchMode::Count, &opts)?;
     Ok(json!({
         "count": result.total_hits,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
@@ -348,7 +377,19 @@ mod tests {
         assert!(parse_request(&body, &HashMap::new(), &s, false).is_err());
         let body = json!({"timeout": "20ms", "track_total_hits": false});
         let r = parse_request(&body, &HashMap::new(), &s, false).unwrap();
-        assert_eq!(r.timeout_ms, Some(20));
+        assert_eq!(r.timeout_ms, Some(Some(20)));
         assert_eq!(r.track_total, TrackTotal::Off);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(r.options(t0, None).deadline, Some(t0 + ms(20)));
+        assert_eq!(r.options(t0, Some(ms(500))).deadline, Some(t0 + ms(20)));
+        let mut p = HashMap::new();
+        p.insert("timeout".to_string(), "-1".to_string());
+        let r = parse_request(&Value::Null, &p, &s, false).unwrap();
+        assert_eq!(r.timeout_ms, Some(None));
+        assert_eq!(r.options(t0, Some(ms(500))).deadline, None);
+        let r = parse_request(&Value::Null, &HashMap::new(), &s, false).unwrap();
+        assert_eq!(r.options(t0, Some(ms(500))).deadline, Some(t0 + ms(500)));
+        assert_eq!(r.options(t0, None).deadline, None);
     }
 }

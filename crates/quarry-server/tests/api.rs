@@ -585,3 +585,77 @@ async fn api_keys_guard_everything_but_health() {
     let r = call_with(&state, "PUT", "/x", Some("{}"), JSON, Some("ApiKey s3cret")).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// `timeout` (body and URI) and the server's default budget: a spent budget answers 200 with
+/// `timed_out` and a lower-bound total; a generous one answers exactly as no budget; `-1`
+/// overrides the default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_budgets_return_partial_results_with_timed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::new(dir.path());
+    config.default_search_timeout = Some(std::time::Duration::ZERO);
+    let state = AppState::open(config).unwrap();
+    reuters_index(&state, 1000).await;
+    let q = |extra: Value| {
+        let mut b = json!({"query": {"match": {"body": "oil prices"}}, "track_total_hits": true});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b.to_string()
+    };
+    // The default budget (zero) is spent before the search starts.
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(&q(json!({}))),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["timed_out"], true, "{}", r.body);
+    assert_eq!(r.body["hits"]["total"]["relation"], "gte");
+    assert!(r.body["hits"]["hits"].as_array().unwrap().is_empty());
+    // `-1` lifts the default; a generous budget gives the same answer.
+    let full = call(
+        &state,
+        "POST",
+        "/reuters/_search?timeout=-1",
+        Some(&q(json!({}))),
+        JSON,
+    )
+    .await;
+    assert_eq!(full.body["timed_out"], false, "{}", full.body);
+    assert_eq!(full.body["hits"]["total"]["relation"], "eq");
+    assert!(full.body["hits"]["total"]["value"].as_u64().unwrap() > 10);
+    let generous = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(&q(json!({"timeout": "1m"}))),
+        JSON,
+    )
+    .await;
+    assert_eq!(generous.body["timed_out"], false);
+    assert_eq!(generous.body["hits"], full.body["hits"]);
+    // A zero budget in the URI (size 0: the count-only path) times out too.
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search?timeout=0ms&size=0",
+        Some(&q(json!({}))),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["timed_out"], true);
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(&q(json!({"timeout": 5}))),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+}

@@ -39,5 +39,6 @@ pub use query::ParseError;
 pub use reader::{IndexReader, ReloadPolicy};
 pub use schema::{FieldEntry, FieldType, Schema};
 pub use search::{
-    Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchResult, Searcher, TermStats,
+    Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchOptions, SearchResult, Searcher,
+    TermStats,
 };

@@ -2,6 +2,7 @@
 //! counted and offered to the top-k heap (the k best (score, index order) hits, best first).
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::time::Instant;
 
 use crate::codec::livedocs::LiveDocs;
 use crate::index::SegmentReader;
@@ -109,6 +110,67 @@ impl<'a, L: LiveFilter> LeafCollector<'a, L> {
     pub fn counted(&self) -> u64 {
         self.count
     }
+
+    /// Whether the search's time budget is spent. Scoring loops call this once per unit of work
+    /// (a block, a window, a few thousand doc ids), never per document; the clock is read only
+    /// every [`Budget::CHECK_EVERY`] calls, and not at all without a deadline.
+    #[inline(always)]
+    pub fn out_of_time(&mut self) -> bool {
+        self.top.budget.tick()
+    }
+}
+
+/// A search's time budget: an optional deadline, checked cheaply (a counter between clock
+/// reads). Once the deadline has passed it stays expired.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Budget {
+    deadline: Option<Instant>,
+    ticks: u32,
+    expired: bool,
+}
+
+impl Budget {
+    /// Calls to [`Budget::tick`] between clock reads (a power of two).
+    pub const CHECK_EVERY: u32 = 16;
+
+    /// A budget ending at `deadline` (`None`: unlimited).
+    pub fn new(deadline: Option<Instant>) -> Self {
+        Self {
+            deadline,
+            ticks: 0,
+            expired: false,
+        }
+    }
+
+    /// One unit of work done; true when the deadline has passed (read every
+    /// [`Budget::CHECK_EVERY`] ticks).
+    #[inline(always)]
+    pub fn tick(&mut self) -> bool {
+        if self.deadline.is_none() {
+            return false;
+        }
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks & (Self::CHECK_EVERY - 1) != 0 {
+            return self.expired;
+        }
+        self.check_now()
+    }
+
+    /// Reads the clock now (between segments); true when the deadline has passed.
+    #[cold]
+    pub fn check_now(&mut self) -> bool {
+        if !self.expired {
+            if let Some(d) = self.deadline {
+                self.expired = Instant::now() >= d;
+            }
+        }
+        self.expired
+    }
+
+    /// Whether the deadline was seen to pass.
+    pub fn expired(&self) -> bool {
+        self.expired
+    }
 }
 
 /// A document of the searcher: segment ordinal and doc id inside the segment.
@@ -155,13 +217,21 @@ impl Ord for Entry {
 pub struct TopK {
     k: usize,
     heap: BinaryHeap<Entry>,
+    /// The search's time budget, shared by the segments' collectors.
+    pub budget: Budget,
 }
 
 impl TopK {
     pub fn new(k: usize) -> Self {
+        Self::with_budget(k, Budget::default())
+    }
+
+    /// Keeps the best `k` hits of a search limited by `budget`.
+    pub fn with_budget(k: usize, budget: Budget) -> Self {
         Self {
             k,
             heap: BinaryHeap::with_capacity(k + 1),
+            budget,
         }
     }
 
@@ -235,5 +305,19 @@ mod tests {
         }
         let docs: Vec<u32> = t.into_sorted().iter().map(|h| h.doc.doc).collect();
         assert_eq!(docs, vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn budget_without_deadline_never_expires_and_past_deadline_does() {
+        let mut none = Budget::new(None);
+        assert!((0..1000).all(|_| !none.tick()));
+        assert!(!none.check_now());
+        let mut past = Budget::new(Some(Instant::now()));
+        assert!(past.check_now());
+        assert!(past.expired());
+        assert!(past.tick(), "expired stays expired between clock reads");
+        let mut far = Budget::new(Some(Instant::now() + std::time::Duration::from_secs(3600)));
+        assert!((0..1000).all(|_| !far.tick()));
+        assert!(!far.expired());
     }
 }

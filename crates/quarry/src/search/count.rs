@@ -11,6 +11,7 @@
 //! - `a b` (two optional terms, nothing else): `df(a) + df(b) - |a ∩ b|`.
 use quarry_store::Bytes;
 
+use super::collector::Budget;
 use super::scorer::TERMINATED;
 use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
@@ -36,8 +37,16 @@ impl CountTerm<'_> {
     }
 }
 
-/// The number of documents holding every one of `cursors` (doc ids only).
-pub fn count_and(seg: &SegmentReader, mut cursors: Vec<PostingsCursor>) -> Result<u64> {
+/// Leapfrog steps between two reads of the clock when the search has a deadline.
+const STEPS_PER_CHECK: u32 = 4096;
+
+/// The number of documents holding every one of `cursors` (doc ids only). When `budget` runs
+/// out the count stops early (the caller sees `budget.expired()` and drops it).
+pub fn count_and(
+    seg: &SegmentReader,
+    mut cursors: Vec<PostingsCursor>,
+    budget: &mut Budget,
+) -> Result<u64> {
     if cursors.is_empty() {
         return Ok(0);
     }
@@ -48,7 +57,12 @@ pub fn count_and(seg: &SegmentReader, mut cursors: Vec<PostingsCursor>) -> Resul
     let (lead, rest) = cursors.split_first_mut().expect("non-empty");
     let mut count = 0u64;
     let mut target = lead.doc();
+    let mut steps = 0u32;
     'outer: while target != TERMINATED {
+        steps = steps.wrapping_add(1);
+        if steps.is_multiple_of(STEPS_PER_CHECK) && budget.check_now() {
+            break;
+        }
         for c in rest.iter_mut() {
             let d = c.seek(target);
             if d != target {
@@ -71,6 +85,7 @@ pub fn count_req_excl(
     seg: &SegmentReader,
     required: &[CountTerm],
     excluded: &[CountTerm],
+    budget: &mut Budget,
 ) -> Result<u64> {
     debug_assert!(!required.is_empty() && excluded.len() <= MAX_EXCLUDED);
     let open = |terms: &[CountTerm]| -> Result<Vec<PostingsCursor>> {
@@ -80,7 +95,7 @@ pub fn count_req_excl(
     let base = if let [t] = required {
         t.doc_freq()
     } else {
-        count_and(seg, open(&req)?)?
+        count_and(seg, open(&req)?, budget)?
     };
     // |A ∩ (b1 ∪ ... ∪ bn)| by inclusion–exclusion.
     let mut overlap = 0i64;
@@ -93,7 +108,10 @@ pub fn count_req_excl(
                 .filter(|(i, _)| mask & (1 << i) != 0)
                 .map(|(_, t)| *t),
         );
-        let n = count_and(seg, open(&terms)?)? as i64;
+        if budget.expired() {
+            break;
+        }
+        let n = count_and(seg, open(&terms)?, budget)? as i64;
         if mask.count_ones() % 2 == 1 {
             overlap += n;
         } else {
@@ -104,7 +122,12 @@ pub fn count_req_excl(
 }
 
 /// The number of documents holding `a` or `b`.
-pub fn count_or2(seg: &SegmentReader, a: &CountTerm, b: &CountTerm) -> Result<u64> {
-    let both = count_and(seg, vec![a.open(seg)?, b.open(seg)?])?;
+pub fn count_or2(
+    seg: &SegmentReader,
+    a: &CountTerm,
+    b: &CountTerm,
+    budget: &mut Budget,
+) -> Result<u64> {
+    let both = count_and(seg, vec![a.open(seg)?, b.open(seg)?], budget)?;
     Ok((a.doc_freq() + b.doc_freq()).saturating_sub(both))
 }

@@ -10,11 +10,12 @@ mod union;
 pub mod weight;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Map, Value};
 
 pub use bm25::{Bm25, FieldStats};
-pub use collector::{AllLive, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
+pub use collector::{AllLive, Budget, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
 use scorer::{Scorer, TERMINATED};
 pub use stats::{CollectionStats, TermStats};
 use weight::{Context, Weight};
@@ -51,14 +52,28 @@ impl std::str::FromStr for SearchMode {
     }
 }
 
+/// How a search may run, beyond its query, k and mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Stop at this instant and return the best hits found so far (as Elasticsearch's
+    /// `timeout`); `None`: run to the end. The clock is read between segments and every few
+    /// blocks inside the scoring loops, so a search overshoots its deadline by at most one
+    /// such unit of work.
+    pub deadline: Option<Instant>,
+}
+
 /// The outcome of a search.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchResult {
     pub total_hits: u64,
-    /// False when `total_hits` is a lower bound (mode `Top` skipped documents).
+    /// False when `total_hits` is a lower bound (mode `Top` skipped documents, or the search
+    /// timed out).
     pub hits_exact: bool,
     /// Best first.
     pub top: Vec<Hit>,
+    /// The deadline passed before the search finished: `top` holds the best of the documents
+    /// scored until then and `total_hits` is a lower bound (`hits_exact` is false).
+    pub timed_out: bool,
 }
 
 /// Searches a fixed set of segments (one commit or near-real-time view) with their deletions.
@@ -209,6 +224,19 @@ impl Searcher {
     /// Runs `query`: the best `k` hits and the hit count, as `mode` asks. Deleted documents are
     /// neither counted nor returned.
     pub fn search(&self, query: &Query, k: usize, mode: SearchMode) -> Result<SearchResult> {
+        self.search_with(query, k, mode, &SearchOptions::default())
+    }
+
+    /// [`Searcher::search`] with options: with a deadline, the search stops when it passes and
+    /// returns the best hits of the documents scored so far, `timed_out` set and the count a
+    /// lower bound. Without one, exactly [`Searcher::search`].
+    pub fn search_with(
+        &self,
+        query: &Query,
+        k: usize,
+        mode: SearchMode,
+        opts: &SearchOptions,
+    ) -> Result<SearchResult> {
         let ctx = Context {
             schema: &self.schema,
             segments: &self.segments,
@@ -218,16 +246,23 @@ impl Searcher {
             global: self.global.as_deref(),
         };
         let weight = Weight::build(query, &ctx, 1.0)?;
-        let mut top = TopK::new(if mode == SearchMode::Count { 0 } else { k });
+        let k = if mode == SearchMode::Count { 0 } else { k };
+        let mut top = TopK::with_budget(k, Budget::new(opts.deadline));
         let mut total = 0u64;
         let mut exact = true;
         let union = weight.term_union();
         for (ord, seg) in self.segments.iter().enumerate() {
+            if top.budget.check_now() {
+                break;
+            }
             let (n, skipped) = match self.live.get(ord).and_then(|l| l.as_deref()) {
                 None => {
                     if mode == SearchMode::Count {
-                        if let Some(n) = weight.fast_count(seg, ord)? {
-                            total += n;
+                        if let Some(n) = weight.fast_count(seg, ord, &mut top.budget)? {
+                            // A count cut short by the deadline is not a count: left out.
+                            if !top.budget.expired() {
+                                total += n;
+                            }
                             continue;
                         }
                     }
@@ -242,10 +277,12 @@ impl Searcher {
             total += n;
             exact &= !skipped;
         }
+        let timed_out = top.budget.expired();
         Ok(SearchResult {
             total_hits: total,
-            hits_exact: exact,
+            hits_exact: exact && !timed_out,
             top: top.into_sorted(),
+            timed_out,
         })
     }
 
@@ -338,7 +375,11 @@ fn search_segment<L: LiveFilter>(
     Ok((c.counted(), skipped))
 }
 
-/// Scores one segment into the collector; returns whether documents were skipped.
+/// Doc ids scored between two checks of the time budget in the exhaustive loops.
+const CHUNK: u32 = 4096;
+
+/// Scores one segment into the collector; returns whether documents were skipped (or the time
+/// budget ran out).
 fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
     s: &mut S,
     c: &mut LeafCollector<'_, L>,
@@ -348,21 +389,34 @@ fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
     let mut skipped = false;
     let mut doc = s.doc();
     match mode {
+        // Exhaustive modes run in chunks of doc ids; the time budget is checked between them.
         SearchMode::Count => {
             while doc != TERMINATED {
-                if c.is_live(doc) && (!two_phase || s.matches()) {
-                    c.count(1);
+                let end = doc.saturating_add(CHUNK);
+                while doc < end {
+                    if c.is_live(doc) && (!two_phase || s.matches()) {
+                        c.count(1);
+                    }
+                    doc = s.next();
                 }
-                doc = s.next();
+                if c.out_of_time() {
+                    return true;
+                }
             }
         }
         SearchMode::TopCount => {
             while doc != TERMINATED {
-                if c.is_live(doc) && (!two_phase || s.matches()) {
-                    let score = s.score();
-                    c.collect(doc, score);
+                let end = doc.saturating_add(CHUNK);
+                while doc < end {
+                    if c.is_live(doc) && (!two_phase || s.matches()) {
+                        let score = s.score();
+                        c.collect(doc, score);
+                    }
+                    doc = s.next();
                 }
-                doc = s.next();
+                if c.out_of_time() {
+                    return true;
+                }
             }
         }
         SearchMode::Top => {
@@ -370,6 +424,9 @@ fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
             // kept score is passed over using the skip tables only (no block is decoded).
             let mut target = doc;
             while target != TERMINATED {
+                if c.out_of_time() {
+                    return true;
+                }
                 if let Some(threshold) = c.threshold() {
                     let (end, max) = s.block_max(target);
                     if max < threshold {

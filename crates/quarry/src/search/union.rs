@@ -27,6 +27,9 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
     // block decoded) when its window can hold a competitive document.
     let mut target = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
     while target != TERMINATED {
+        if top.out_of_time() {
+            return true;
+        }
         // The window: from `target` up to the nearest block end; each term's bound in it is its
         // block maximum, or 0 when it has no document left.
         let mut window_end = TERMINATED;
@@ -143,6 +146,9 @@ pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_,
     }
     let mut b = 0usize;
     while b < n_blocks {
+        if top.out_of_time() {
+            return true;
+        }
         if let Some(th) = top.threshold() {
             let from = b;
             while b < n_blocks && t.block_bound(b) < th {
@@ -200,6 +206,9 @@ pub fn exhaustive<L: LiveFilter>(
     let mut bits = [0u64; (WINDOW / 64) as usize];
     let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
     while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
+        if top.out_of_time() {
+            return;
+        }
         let end = base.saturating_add(WINDOW);
         for t in terms.iter_mut() {
             if !score {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use quarry_store::Bytes;
 
 use super::bm25::{Bm25, FieldStats, SimScorer};
+use super::collector::Budget;
 use super::count::{self, CountTerm};
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
@@ -182,7 +183,12 @@ impl Weight {
     }
 
     /// The exact number of matches in `seg` when it is known without iterating.
-    pub fn fast_count(&self, seg: &SegmentReader, ord: usize) -> Result<Option<u64>> {
+    pub fn fast_count(
+        &self,
+        seg: &SegmentReader,
+        ord: usize,
+        budget: &mut Budget,
+    ) -> Result<Option<u64>> {
         Ok(match self {
             Weight::Nothing => Some(0),
             Weight::All { .. } => Some(u64::from(seg.doc_count())),
@@ -221,7 +227,7 @@ impl Weight {
                     if excl.len() > count::MAX_EXCLUDED {
                         return Ok(None);
                     }
-                    Some(count::count_req_excl(seg, &req, &excl)?)
+                    Some(count::count_req_excl(seg, &req, &excl, budget)?)
                 } else if !has_required && must_not.is_empty() && *min_should <= 1 {
                     let Some(opt) = terms(should.iter(), ord) else {
                         return Ok(None);
@@ -230,7 +236,7 @@ impl Weight {
                     match opt.as_slice() {
                         [] => Some(0),
                         [a] => Some(u64::from(a.info.doc_freq)),
-                        [a, b] => Some(count::count_or2(seg, a, b)?),
+                        [a, b] => Some(count::count_or2(seg, a, b, budget)?),
                         _ => None,
                     }
                 } else {
