@@ -95,9 +95,9 @@ pub fn script(corpus: &[CorpusDoc]) -> Vec<Value> {
                    del: u64,
                    upd: u64,
                    dq: &mut std::slice::Iter<&str>| {
-        for pos in 0..upto {
+        for (pos, doc) in corpus.iter().enumerate().take(upto) {
             if rng.chance(del) {
-                ops.push(json!({"op": "delete", "id": corpus[pos].0}));
+                ops.push(json!({"op": "delete", "id": doc.0}));
             } else if rng.chance(upd) {
                 update(ops, pos);
             }
