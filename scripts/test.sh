@@ -48,4 +48,5 @@ fi
 if [[ "${QUARRY_SKIP_BENCH_SMOKE:-0}" != "1" ]]; then
   step bench-build cargo build --locked --release -p quarry-bench
   step bench-smoke cargo run --locked --release -p quarry-bench -- run --workload w1 --quick --check-parity
+  step online-parity cargo run --locked --release -p quarry-bench -- online-parity
 fi

@@ -139,8 +139,30 @@ fn find_jar(repo: &Path) -> Option<PathBuf> {
     jars.into_iter().next()
 }
 
+/// Whether the jar is older than a source file of the driver (then it is rebuilt).
+fn stale(repo: &Path, jar: &Path) -> bool {
+    fn newest(p: &Path) -> Option<std::time::SystemTime> {
+        let m = std::fs::metadata(p).ok()?;
+        if !m.is_dir() {
+            return m.modified().ok();
+        }
+        std::fs::read_dir(p)
+            .ok()?
+            .flatten()
+            .filter_map(|e| newest(&e.path()))
+            .max()
+    }
+    let built = std::fs::metadata(jar).and_then(|m| m.modified()).ok();
+    let lucene = repo.join("bench/lucene");
+    let sources = [newest(&lucene.join("src")), newest(&lucene.join("pom.xml"))];
+    match built {
+        Some(b) => sources.into_iter().flatten().any(|s| s > b),
+        None => true,
+    }
+}
+
 pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launcher> {
-    let jar = match explicit.or_else(|| find_jar(repo)) {
+    let jar = match explicit.or_else(|| find_jar(repo).filter(|j| !stale(repo, j))) {
         Some(j) => j,
         None => {
             let pom = repo.join("bench/lucene/pom.xml");
@@ -148,7 +170,7 @@ pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launche
                 bail!("no Lucene driver: {} is missing", pom.display());
             }
             eprintln!(
-                "[lucene] no jar under bench/lucene/target; building it: mvn -q -f {} package",
+                "[lucene] no jar under bench/lucene/target, or older than its sources; building it: mvn -q -f {} package",
                 pom.display()
             );
             let mut mvn = Command::new("mvn");

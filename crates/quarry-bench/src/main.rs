@@ -18,6 +18,10 @@ mod io_study;
 mod launch;
 mod load;
 mod measure;
+#[cfg(feature = "quarry-driver")]
+mod merges;
+#[cfg(feature = "quarry-driver")]
+mod online_parity;
 mod orchestrator;
 mod parity;
 mod protocol;
@@ -54,6 +58,14 @@ enum Cmd {
     /// I/O study: read sizes, batched reads, pool pin vs copy, W1 latency per directory mode.
     #[cfg(feature = "quarry-driver")]
     Io(io_study::IoArgs),
+    /// Replay adds, deletes, updates and merges on Reuters through quarry and Lucene and compare
+    /// counts, top-10 ids and scores at each checkpoint (fails on any difference).
+    #[cfg(feature = "quarry-driver")]
+    OnlineParity(online_parity::OnlineParityArgs),
+    /// Search latency on W2 while indexing with background merges vs idle; NRT refresh latency
+    /// and indexing throughput with and without refreshes (bench/results/merges-<date>.md).
+    #[cfg(feature = "quarry-driver")]
+    Merges(merges::MergesArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
     Load(load::LoadArgs),
     /// Time budgets on the slowest W2 queries through a running `quarry serve`.
@@ -102,6 +114,10 @@ fn real_main() -> Result<()> {
         Cmd::Report { json } => report::rerender(&json),
         #[cfg(feature = "quarry-driver")]
         Cmd::Io(args) => io_study::run(args),
+        #[cfg(feature = "quarry-driver")]
+        Cmd::OnlineParity(args) => online_parity::run(args),
+        #[cfg(feature = "quarry-driver")]
+        Cmd::Merges(args) => merges::run(args),
         Cmd::Codecs(args) => codecs::run(args),
         Cmd::Load(args) => load::run(args),
         Cmd::Budget(args) => budget::run(args),

@@ -128,7 +128,7 @@ fn default_engines() -> &'static str {
     }
 }
 
-fn find_repo(explicit: Option<PathBuf>) -> Result<PathBuf> {
+pub(crate) fn find_repo(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(r) = explicit {
         return Ok(r);
     }

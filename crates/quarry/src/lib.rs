@@ -33,7 +33,7 @@ pub mod search;
 pub use document::{Document, FieldValue};
 pub use error::{Error, Result};
 pub use index::{check_index, CheckReport, Index};
-pub use indexer::{CommitStats, IndexWriter, MergePolicy, WriterOptions};
+pub use indexer::{CommitStats, IndexWriter, MergeInfo, MergePolicy, WriterOptions};
 pub use quarry_store::DirectoryKind;
 pub use query::ParseError;
 pub use reader::{IndexReader, ReloadPolicy};

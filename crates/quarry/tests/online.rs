@@ -458,6 +458,11 @@ fn background_merges_carry_over_concurrent_deletions() {
         "{} segments: nothing merged",
         s.segments().len()
     );
+    let done = w.background_merges_done();
+    assert!(!done.is_empty(), "no background merge was logged");
+    assert!(done
+        .iter()
+        .all(|m| m.segments >= 1 && m.docs > 0 && m.seconds >= 0.0));
     assert_eq!(
         keys(&Index::open(tmp.path()).unwrap().searcher(), "alpha"),
         live

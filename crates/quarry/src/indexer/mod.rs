@@ -11,6 +11,7 @@ mod segment_writer;
 
 pub use merge::merge_segments;
 pub use policy::{MergePolicy, SegmentSize};
+pub use scheduler::MergeInfo;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -165,6 +166,8 @@ pub struct IndexWriter {
     running: Option<RunningMerge>,
     /// A background merge that failed, reported by the next commit.
     merge_error: Option<Error>,
+    /// Background merges installed so far.
+    merges_done: Vec<scheduler::MergeInfo>,
 }
 
 fn acquire_lock(path: &Path) -> Result<FileLock> {
@@ -305,6 +308,7 @@ impl IndexWriter {
             background: false,
             running: None,
             merge_error: None,
+            merges_done: Vec::new(),
         };
         // Files no commit references (a crashed or failed earlier run) are removed now.
         if let Err(e) = w.delete_unreferenced() {

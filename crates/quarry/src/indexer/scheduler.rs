@@ -3,6 +3,7 @@
 //! sources in the writer's state, with the deletions made to them meanwhile carried over.
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use quarry_store::Directory;
 
@@ -17,6 +18,17 @@ use crate::{Error, Result};
 
 type MergeOutput = Result<(SegmentMeta, Vec<DocMap>)>;
 
+/// A background merge that finished and joined the writer's state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergeInfo {
+    /// How many segments were merged.
+    pub segments: usize,
+    /// Documents in the merged segment (the sources' live documents when it started).
+    pub docs: u32,
+    /// Time the merge thread spent writing the merged segment.
+    pub seconds: f64,
+}
+
 /// A merge running on a background thread.
 pub(crate) struct RunningMerge {
     /// The merged segments, by name.
@@ -26,7 +38,7 @@ pub(crate) struct RunningMerge {
     doc_counts: Vec<u32>,
     /// The segment being written.
     name: String,
-    handle: JoinHandle<MergeOutput>,
+    handle: JoinHandle<(MergeOutput, Duration)>,
 }
 
 impl RunningMerge {
@@ -44,7 +56,11 @@ impl RunningMerge {
         let target = name.clone();
         let handle = std::thread::Builder::new()
             .name("quarry-merge".into())
-            .spawn(move || merge_with_maps(&*dir, &schema, &readers, &live, &name))
+            .spawn(move || {
+                let t = Instant::now();
+                let out = merge_with_maps(&*dir, &schema, &readers, &live, &name);
+                (out, t.elapsed())
+            })
             .map_err(|e| Error::InvalidArgument(format!("could not start a merge thread: {e}")))?;
         Ok(Self {
             sources,
@@ -72,11 +88,17 @@ impl RunningMerge {
 
     /// Waits for the merge and replaces its sources in `segs` by the merged segment, whose
     /// live documents exclude every document deleted from a source since the merge started.
-    pub(crate) fn install(self, segs: &mut Vec<SegState>) -> Result<()> {
-        let (meta, maps) = self
+    pub(crate) fn install(self, segs: &mut Vec<SegState>) -> Result<MergeInfo> {
+        let (out, took) = self
             .handle
             .join()
-            .map_err(|_| Error::WriterPoisoned("a merge thread panicked".into()))??;
+            .map_err(|_| Error::WriterPoisoned("a merge thread panicked".into()))?;
+        let (meta, maps) = out?;
+        let info = MergeInfo {
+            segments: self.sources.len(),
+            docs: meta.doc_count,
+            seconds: took.as_secs_f64(),
+        };
         let mut live = LiveDocs::all_live(meta.doc_count);
         let mut dirty = false;
         for (k, name) in self.sources.iter().enumerate() {
@@ -121,7 +143,7 @@ impl RunningMerge {
                 },
             );
         }
-        Ok(())
+        Ok(info)
     }
 }
 
@@ -145,6 +167,11 @@ impl IndexWriter {
         Ok(n)
     }
 
+    /// The background merges that finished and joined this writer's state so far, oldest first.
+    pub fn background_merges_done(&self) -> &[MergeInfo] {
+        &self.merges_done
+    }
+
     /// Installs the background merge if it finished (or, with `wait`, once it finishes). A
     /// failed merge is kept for the next commit to report; its sources stay as they are.
     pub(super) fn install_merge(&mut self, wait: bool) -> Result<usize> {
@@ -156,7 +183,10 @@ impl IndexWriter {
             return Ok(0);
         }
         match r.install(&mut self.segs) {
-            Ok(()) => Ok(1),
+            Ok(info) => {
+                self.merges_done.push(info);
+                Ok(1)
+            }
             Err(e) => {
                 let _ = self.delete_unreferenced();
                 self.merge_error = Some(e);

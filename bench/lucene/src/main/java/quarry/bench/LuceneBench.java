@@ -80,6 +80,7 @@ public final class LuceneBench {
       case "coldstart" -> cmdColdstart(a);
       case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
+      case "ops" -> LuceneOps.cmdOps(a);
       default -> {
         System.err.println("unknown subcommand: " + cmd);
         usage();
@@ -100,6 +101,8 @@ public final class LuceneBench {
           merge     --index DIR [--max-segments K]   (forceMerge(K), default 1, then commit)
           oracle    --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [--queries-set NAME=FILE ...]
                     --out FILE [--index DIR]
+          ops       --input DOCS.jsonl[.zst|.gz] --script OPS.jsonl --queries Q.jsonl --index DIR
+                    [--modes top10,top10_count,count]   (replay adds/deletes/updates, answer queries)
         """);
   }
 
