@@ -48,6 +48,8 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--global-rounds", type=int, default=1)
     p.add_argument("--worst", type=int, default=5, help="list the N biggest changes per cell")
+    p.add_argument("--stat", default="p50_us", choices=["p50_us", "min_us", "mean_us"],
+                   help="per-query figure (the best over rounds is kept); min_us resists load best")
     args = p.parse_args()
 
     best = {"a": {}, "b": {}}
@@ -56,7 +58,7 @@ def main():
         for name, binary in order:
             for key, rec in run(binary, args).items():
                 cur = best[name].get(key)
-                if cur is None or rec["p50_us"] < cur["p50_us"]:
+                if cur is None or rec[args.stat] < cur[args.stat]:
                     best[name][key] = rec
     cells = defaultdict(list)
     for key, ra in best["a"].items():
@@ -64,20 +66,21 @@ def main():
         if ra["hits"] != rb["hits"] and ra["hits_relation"] == rb["hits_relation"] == "eq":
             sys.exit(f"hit counts differ for {key}: {ra['hits']} vs {rb['hits']}")
         cells[(ra["class"], key[1])].append((key[0], ra, rb))
+    print(f"figure: {args.stat}, best of {args.rounds} rounds per binary")
     print(f"{'class':<14}{'mode':<13}{'n':>5}{'A geo µs':>11}{'B geo µs':>11}{'B/A geo':>9}"
           f"{'A mean':>10}{'B mean':>10}{'B/A mean':>9}")
     for (cls, mode), rows in sorted(cells.items()):
-        ga = math.exp(sum(math.log(max(a["p50_us"], 1e-3)) for _, a, _ in rows) / len(rows))
-        gb = math.exp(sum(math.log(max(b["p50_us"], 1e-3)) for _, _, b in rows) / len(rows))
-        ma = sum(a["p50_us"] for _, a, _ in rows) / len(rows)
-        mb = sum(b["p50_us"] for _, _, b in rows) / len(rows)
+        ga = math.exp(sum(math.log(max(a[args.stat], 1e-3)) for _, a, _ in rows) / len(rows))
+        gb = math.exp(sum(math.log(max(b[args.stat], 1e-3)) for _, _, b in rows) / len(rows))
+        ma = sum(a[args.stat] for _, a, _ in rows) / len(rows)
+        mb = sum(b[args.stat] for _, _, b in rows) / len(rows)
         print(f"{cls:<14}{mode:<13}{len(rows):>5}{ga:>11.2f}{gb:>11.2f}{gb / ga:>9.3f}"
               f"{ma:>10.1f}{mb:>10.1f}{mb / ma:>9.3f}")
         if args.worst:
-            rows.sort(key=lambda t: t[2]["p50_us"] / max(t[1]["p50_us"], 1e-3))
+            rows.sort(key=lambda t: t[2][args.stat] / max(t[1][args.stat], 1e-3))
             for q, a, b in rows[:args.worst] + rows[-args.worst:]:
-                print(f"    {b['p50_us'] / max(a['p50_us'], 1e-3):6.3f}  {a['p50_us']:9.1f} -> "
-                      f"{b['p50_us']:9.1f} µs  {q}")
+                print(f"    {b[args.stat] / max(a[args.stat], 1e-3):6.3f}  {a[args.stat]:9.1f} -> "
+                      f"{b[args.stat]:9.1f} µs  {q}")
 
 
 if __name__ == "__main__":

@@ -119,33 +119,6 @@ impl TermInfo {
     }
 }
 
-/// Sets bit `d - base` of `bits` for each of the increasing `docs` (bits past the end of `bits`
-/// are dropped). The bits of one word are gathered in a register and stored once: an `or` into
-/// memory per document would chain every document of a dense block through store forwarding.
-#[inline]
-fn set_bits(docs: &[u32], base: u32, bits: &mut [u64]) {
-    let Some(&first) = docs.first() else {
-        return;
-    };
-    let mut word = (first.wrapping_sub(base) >> 6) as usize;
-    let mut acc = 0u64;
-    for &d in docs {
-        let o = d.wrapping_sub(base);
-        let w = (o >> 6) as usize;
-        if w != word {
-            if let Some(x) = bits.get_mut(word) {
-                *x |= acc;
-            }
-            word = w;
-            acc = 0;
-        }
-        acc |= 1 << (o & 63);
-    }
-    if let Some(x) = bits.get_mut(word) {
-        *x |= acc;
-    }
-}
-
 /// Iterates the documents of one term in increasing order.
 pub struct PostingsCursor {
     codec: BlockCodec,
@@ -271,7 +244,12 @@ impl PostingsCursor {
             } else {
                 block.partition_point(|&d| d < end)
             };
-            set_bits(&block[..n], base, bits);
+            for &d in &block[..n] {
+                let o = (d - base) as usize;
+                if let Some(w) = bits.get_mut(o >> 6) {
+                    *w |= 1 << (o & 63);
+                }
+            }
             self.idx += n;
             if self.idx < self.block_len {
                 self.doc = self.docs[self.idx];
@@ -295,17 +273,8 @@ impl PostingsCursor {
             if self.n_blocks <= 1 || self.block + 1 >= self.n_blocks {
                 return self.stop();
             }
-            // Gallop from the next block (targets are mostly near), then bisect.
-            let n = self.n_blocks as usize;
             let mut lo = self.block as usize + 1;
-            let mut step = 1usize;
-            let mut hi = lo;
-            while hi < n && self.skip_last_doc(hi) < target {
-                lo = hi + 1;
-                hi += step;
-                step *= 2;
-            }
-            let mut hi = hi.min(n);
+            let mut hi = self.n_blocks as usize;
             while lo < hi {
                 let mid = (lo + hi) / 2;
                 if self.skip_last_doc(mid) < target {
@@ -324,19 +293,10 @@ impl PostingsCursor {
                 return TERMINATED;
             }
         }
-        // The block's last doc is >= target. Near targets are scanned; far ones are counted
-        // branch-free over the whole (sorted) block, which the compiler vectorizes.
-        let docs = &self.docs[..self.block_len];
-        let mut i = self.idx;
-        if docs[(i + 8).min(docs.len() - 1)] < target {
-            i = docs.iter().filter(|&&d| d < target).count();
-        } else {
-            while docs[i] < target {
-                i += 1;
-            }
+        while self.docs[self.idx] < target {
+            self.idx += 1;
         }
-        self.idx = i;
-        self.doc = docs[i];
+        self.doc = self.docs[self.idx];
         self.doc
     }
 
@@ -599,20 +559,12 @@ impl PostingsCursor {
         }
         let first = b as usize * BLOCK;
         let len = (self.df as usize - first).min(BLOCK);
-        // Fields borrowed apart (no clone of `blocks`: that is an atomic count per block).
-        let bytes: &[u8] = &self.blocks;
+        let blocks = self.blocks.clone();
+        let bytes: &[u8] = &blocks;
         let decoded = if len == BLOCK {
-            decode_full(
-                &self.codec,
-                bytes,
-                off,
-                base,
-                self.docs_only,
-                &mut self.docs,
-                &mut self.freqs,
-            )
+            self.decode_full(bytes, off, base)
         } else {
-            decode_tail(bytes, off, base, len, &mut self.docs, &mut self.freqs)
+            self.decode_tail(bytes, off, base, len)
         };
         match decoded {
             Ok(next_off) => {
@@ -640,60 +592,48 @@ impl PostingsCursor {
             Err(e) => self.fail(format!("block {b}: {e}")),
         }
     }
-}
 
-/// Decodes a full block at `off` (doc ids after `base`; freqs unless `docs_only`, then stepped
-/// over); returns where the next block starts.
-fn decode_full(
-    codec: &BlockCodec,
-    bytes: &[u8],
-    off: usize,
-    base: u32,
-    docs_only: bool,
-    docs: &mut [u32; BLOCK],
-    freqs: &mut [u32; BLOCK],
-) -> Result<usize, CodecError> {
-    let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated {
-        offset: off,
-        needed: 2,
-        available: 0,
-    })?;
-    let (db, fb) = (head[0], head[1]);
-    let mut p = off + 2;
-    let rest = bytes.get(p..).unwrap_or(&[]);
-    p += codec.unpack_sorted(base, rest, db, docs)?;
-    let rest = bytes.get(p..).unwrap_or(&[]);
-    if docs_only {
-        return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
+    fn decode_full(&mut self, bytes: &[u8], off: usize, base: u32) -> Result<usize, CodecError> {
+        let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated {
+            offset: off,
+            needed: 2,
+            available: 0,
+        })?;
+        let (db, fb) = (head[0], head[1]);
+        let mut p = off + 2;
+        let rest = bytes.get(p..).unwrap_or(&[]);
+        p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
+        let rest = bytes.get(p..).unwrap_or(&[]);
+        if self.docs_only {
+            return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
+        }
+        p += self.codec.unpack(rest, fb, &mut self.freqs)?;
+        for f in self.freqs.iter_mut() {
+            *f = f.saturating_add(1);
+        }
+        Ok(p)
     }
-    p += codec.unpack(rest, fb, freqs)?;
-    for f in freqs.iter_mut() {
-        *f = f.saturating_add(1);
-    }
-    Ok(p)
-}
 
-/// Decodes the varint tail block of `len < BLOCK` documents at `off`.
-fn decode_tail(
-    bytes: &[u8],
-    off: usize,
-    base: u32,
-    len: usize,
-    docs: &mut [u32; BLOCK],
-    freqs: &mut [u32; BLOCK],
-) -> Result<usize, CodecError> {
-    let mut r = ByteReader::at(bytes, off);
-    let mut doc = base;
-    for i in 0..len {
-        let v = r.vu64()?;
-        let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid {
-            what: "doc delta overflow".into(),
-        })?;
-        doc = doc.checked_add(delta).ok_or(CodecError::Invalid {
-            what: "doc id overflow".into(),
-        })?;
-        docs[i] = doc;
-        freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
+    fn decode_tail(
+        &mut self,
+        bytes: &[u8],
+        off: usize,
+        base: u32,
+        len: usize,
+    ) -> Result<usize, CodecError> {
+        let mut r = ByteReader::at(bytes, off);
+        let mut doc = base;
+        for i in 0..len {
+            let v = r.vu64()?;
+            let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid {
+                what: "doc delta overflow".into(),
+            })?;
+            doc = doc.checked_add(delta).ok_or(CodecError::Invalid {
+                what: "doc id overflow".into(),
+            })?;
+            self.docs[i] = doc;
+            self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
+        }
+        Ok(r.position())
     }
-    Ok(r.position())
 }
