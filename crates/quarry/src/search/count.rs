@@ -6,9 +6,10 @@
 //!   something is required): a leapfrog intersection led by the rarest term, seeking the others
 //!   through their skip tables so only blocks that can hold the lead's documents are decoded.
 //! - `+a ... -b -c`: `count(A) - |A ∩ (b ∪ c)|`. With one required term, `count(A)` is its
-//!   document frequency and the overlap one leapfrog between `a` and the union of the excluded
-//!   terms (whichever side is sparser leads); with several, inclusion–exclusion over
-//!   intersections (each led by its rarest term, so rare excluded terms cost little).
+//!   document frequency and the overlap, for two or more excluded terms, one leapfrog between
+//!   `a` and the union of the excluded terms (whichever side is sparser leads); with several
+//!   required terms, inclusion–exclusion over intersections (each led by its rarest term, so
+//!   rare excluded terms cost little).
 //! - `a b` (two optional terms, nothing else): `df(a) + df(b) - |a ∩ b|`.
 use quarry_store::Bytes;
 
@@ -112,7 +113,14 @@ pub fn count_req_excl(
         if excluded.is_empty() {
             return Ok(t.doc_freq());
         }
-        // One pass: `df(a) - |a ∩ (b ∪ c ...)|`, a leapfrog between `a` and the union.
+        if let [x] = excluded {
+            // `df(a) - |a ∩ b|`: a plain intersection, led by the rarer term.
+            return Ok(t
+                .doc_freq()
+                .saturating_sub(count_and(seg, open(&[*t, *x])?)?));
+        }
+        // Two or more excluded terms, in one pass: `df(a) - |a ∩ (b ∪ c ...)|`, a leapfrog
+        // between `a` and the union (instead of 2^n - 1 intersections).
         let mut a = t.open(seg)?;
         let mut others = open(excluded)?;
         let overlap = count_and_union(&mut a, &mut others);
