@@ -5,9 +5,11 @@
 //! - `+a +b ...` (required terms, any optional clauses, which never change the matching set when
 //!   something is required): a leapfrog intersection led by the rarest term, seeking the others
 //!   through their skip tables so only blocks that can hold the lead's documents are decoded.
-//! - `+a ... -b -c`: `count(A) - |A ∩ (b ∪ c)|`, the latter by inclusion–exclusion over
-//!   intersections (each led by its rarest term, so rare excluded terms cost little); a single
-//!   required term's count is its document frequency.
+//! - `+a ... -b -c`: `count(A) - |A ∩ (b ∪ c)|`. With one required term, `count(A)` is its
+//!   document frequency and the overlap, for two or more excluded terms, one leapfrog between
+//!   `a` and the union of the excluded terms (whichever side is sparser leads); with several
+//!   required terms, inclusion–exclusion over intersections (each led by its rarest term, so
+//!   rare excluded terms cost little).
 //! - `a b` (two optional terms, nothing else): `df(a) + df(b) - |a ∩ b|`.
 use quarry_store::Bytes;
 
@@ -79,6 +81,46 @@ pub fn count_and(
     Ok(count)
 }
 
+/// The number of documents of `a` holding at least one of `others` (doc ids only): a leapfrog
+/// between `a` and the union of `others`, so whichever side is sparser leads; each cursor is read
+/// once. Stops early when `budget` runs out (the caller then discards the count).
+fn count_and_union(
+    a: &mut PostingsCursor,
+    others: &mut [PostingsCursor],
+    budget: &mut Budget,
+) -> u64 {
+    a.set_docs_only();
+    for c in others.iter_mut() {
+        c.set_docs_only();
+    }
+    let union_seek = |others: &mut [PostingsCursor], target: u32| -> u32 {
+        let mut u = TERMINATED;
+        for c in others.iter_mut() {
+            u = u.min(c.seek(target));
+        }
+        u
+    };
+    let mut count = 0u64;
+    let mut d = a.doc();
+    let mut u = union_seek(others, d);
+    let mut steps = 0u32;
+    while d != TERMINATED && u != TERMINATED {
+        steps = steps.wrapping_add(1);
+        if steps.is_multiple_of(STEPS_PER_CHECK) && budget.check_now() {
+            break;
+        }
+        if d < u {
+            d = a.seek(u);
+        } else if u < d {
+            u = union_seek(others, d);
+        } else {
+            count += 1;
+            d = a.next();
+        }
+    }
+    count
+}
+
 /// The number of documents holding all of `required` and none of `excluded`
 /// (`excluded.len() <= MAX_EXCLUDED`, `required` non-empty).
 pub fn count_req_excl(
@@ -91,12 +133,31 @@ pub fn count_req_excl(
     let open = |terms: &[CountTerm]| -> Result<Vec<PostingsCursor>> {
         terms.iter().map(|t| t.open(seg)).collect()
     };
+    if let [t] = required {
+        if excluded.is_empty() {
+            return Ok(t.doc_freq());
+        }
+        if let [x] = excluded {
+            // `df(a) - |a ∩ b|`: a plain intersection, led by the rarer term.
+            return Ok(t
+                .doc_freq()
+                .saturating_sub(count_and(seg, open(&[*t, *x])?, budget)?));
+        }
+        // Two or more excluded terms, in one pass: `df(a) - |a ∩ (b ∪ c ...)|`, a leapfrog
+        // between `a` and the union (instead of 2^n - 1 intersections).
+        let mut a = t.open(seg)?;
+        let mut others = open(excluded)?;
+        let overlap = count_and_union(&mut a, &mut others, budget);
+        if let Some(why) = std::iter::once(&a)
+            .chain(&others)
+            .find_map(|c| c.is_corrupt())
+        {
+            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        }
+        return Ok(t.doc_freq().saturating_sub(overlap));
+    }
     let req: Vec<CountTerm> = required.to_vec();
-    let base = if let [t] = required {
-        t.doc_freq()
-    } else {
-        count_and(seg, open(&req)?, budget)?
-    };
+    let base = count_and(seg, open(&req)?, budget)?;
     // |A ∩ (b1 ∪ ... ∪ bn)| by inclusion–exclusion.
     let mut overlap = 0i64;
     for mask in 1u32..(1 << excluded.len()) {

@@ -451,6 +451,17 @@ impl PostingsCursor {
         if skip > 0 {
             let mut left = skip;
             let mut p = self.pos_off;
+            // Eight bytes at a time while the word's terminators do not finish the skip (bytes
+            // after its last terminator then still belong to a skipped position).
+            while let Some(w) = bytes.get(p..p + 8) {
+                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let t = u64::from((!w & 0x8080_8080_8080_8080).count_ones());
+                if t >= left {
+                    break;
+                }
+                left -= t;
+                p += 8;
+            }
             while left > 0 && p < bytes.len() {
                 left -= u64::from(bytes[p] < 0x80);
                 p += 1;

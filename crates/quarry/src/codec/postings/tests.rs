@@ -235,3 +235,58 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `mark_until` over consecutive windows sets exactly the bits of the term's documents.
+    #[test]
+    fn mark_until_sets_exactly_the_docs(gaps in proptest::collection::vec(1u32..90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048)]) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, _pos, info) = build(&docs, &freqs, &positions);
+        let mut c = PostingsCursor::new(&info, &post, None, u32::MAX - 1);
+        c.set_docs_only();
+        let mut seen = Vec::new();
+        let mut bits = vec![0u64; window.div_ceil(64) as usize];
+        let mut base = 0u32;
+        while c.doc() != TERMINATED {
+            c.mark_until(base, base + window, &mut bits);
+            prop_assert!(c.doc() >= base + window);
+            for (w, word) in bits.iter_mut().enumerate() {
+                let mut x = *word;
+                while x != 0 {
+                    seen.push(base + w as u32 * 64 + x.trailing_zeros());
+                    x &= x - 1;
+                }
+                *word = 0;
+            }
+            base += window;
+        }
+        prop_assert_eq!(seen, docs);
+    }
+
+    /// Positions read after skipping many documents (multi-byte deltas included) are right.
+    #[test]
+    fn positions_after_long_skips(gaps in proptest::collection::vec(1u32..40, 1..600), every in 1usize..20, big in 1u32..5000) {
+        let (docs, freqs, _) = sample(&gaps);
+        let mut positions = Vec::new();
+        for (i, &f) in freqs.iter().enumerate() {
+            let mut p = 0u32;
+            for k in 0..f {
+                p += 1 + (i as u32 * 31 + k * big) % big;
+                positions.push(p);
+            }
+        }
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), docs[docs.len() - 1] + 1);
+        let mut p = Vec::new();
+        let mut start = 0usize;
+        for i in 0..docs.len() {
+            if i % every == every - 1 {
+                c.positions(&mut p);
+                prop_assert_eq!(&p[..], &positions[start..start + freqs[i] as usize]);
+            }
+            start += freqs[i] as usize;
+            c.next();
+        }
+        prop_assert!(c.is_corrupt().is_none());
+    }
+}
