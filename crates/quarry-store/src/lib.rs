@@ -26,6 +26,7 @@ mod pread;
 #[cfg(test)]
 mod contract_tests;
 
+mod sched;
 pub use adaptive::{choose, AdaptiveDirectory, AdaptiveOptions, Choice, FileKind};
 pub use batch::{uring_available, BatchMode};
 pub use bytes::Bytes;
@@ -40,3 +41,4 @@ pub use lock::FileLock;
 pub use mmap::{map_for_sequential_read, MmapDirectory};
 pub use pool::{AlignedBuf, BufferPool, PoolStats};
 pub use pread::PreadDirectory;
+pub use sched::lower_current_thread_priority;

@@ -16,6 +16,10 @@ use crate::index::SegmentReader;
 use crate::schema::Schema;
 use crate::{Error, Result};
 
+/// Nice levels below the caller at which a background merge runs (see `merges-*.md` and
+/// `load-*.md` in bench/results for its effect on search tails).
+const MERGE_NICE_STEPS: i32 = 10;
+
 type MergeOutput = Result<(SegmentMeta, Vec<DocMap>)>;
 
 /// A background merge that finished and joined the writer's state.
@@ -57,6 +61,8 @@ impl RunningMerge {
         let handle = std::thread::Builder::new()
             .name("quarry-merge".into())
             .spawn(move || {
+                // Merges are background work: searches and adds go first on a busy machine.
+                quarry_store::lower_current_thread_priority(MERGE_NICE_STEPS);
                 let t = Instant::now();
                 let out = merge_with_maps(&*dir, &schema, &readers, &live, &name);
                 (out, t.elapsed())
