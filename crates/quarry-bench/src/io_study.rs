@@ -99,7 +99,7 @@ pub fn run(mut args: IoArgs) -> Result<()> {
     let tmp = repo.join("bench/results/tmp/io");
     std::fs::create_dir_all(&tmp)?;
     let mut md = String::new();
-    let commit = git_head(&repo);
+    let commit = crate::orchestrator::git_head(&repo);
     md += &format!(
         "# I/O study ({})\n\nCommit `{commit}`; command `quarry-bench io{}`; machine: {} cores, \
          {:.1} GiB available memory; kernel {}.\n\n",
@@ -138,18 +138,6 @@ pub fn run(mut args: IoArgs) -> Result<()> {
     std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
     println!("{}", out.display());
     Ok(())
-}
-
-fn git_head(repo: &Path) -> String {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Writes `len` bytes of pseudo-random data to `path` once (kept for later runs).

@@ -382,7 +382,7 @@ pub fn run(args: MergesArgs) -> Result<()> {
          each class of the W2 set, mode top10 (`SearchMode::Top`), one search thread, each \
          query timed alone (µs, hdrhistogram).\n\n",
         crate::orchestrator::today(),
-        git_head(&repo),
+        crate::orchestrator::git_head(&repo),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         started.elapsed().as_secs_f64(),
         prepared.description,
@@ -461,16 +461,4 @@ pub fn run(args: MergesArgs) -> Result<()> {
     eprint!("{md}");
     println!("{}", out.display());
     Ok(())
-}
-
-fn git_head(repo: &Path) -> String {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
 }

@@ -656,6 +656,19 @@ fn meta(
     })
 }
 
+/// The short hash of the repository's HEAD, for report headers (`unknown` without git).
+pub fn git_head(repo: &Path) -> String {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// Today's UTC date as YYYY-MM-DD.
 pub fn today() -> String {
     let secs = std::time::SystemTime::now()
