@@ -1,13 +1,16 @@
 //! How does code behave when the disk fails or the machine crashes? [`FaultyDirectory`] wraps a
 //! directory and injects failures: a write that fails at the n-th operation, a full disk after a
-//! byte budget, and a simulated crash that drops what was never made durable (behind the
-//! `testing` feature; for tests of this and later crates).
+//! byte budget, a simulated crash that drops what was never made durable, and slow reads (a
+//! delay before every read, with a log of when each read started) for tests of I/O deadlines
+//! (behind the `testing` feature; for tests of this and later crates).
 use std::collections::HashSet;
 use std::io::Write;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::{Directory, DirectoryKind, FileHandle, FileWriter, Result, StoreError};
+use crate::{Bytes, Directory, DirectoryKind, FileHandle, FileWriter, Result, StoreError};
 
 /// The fault plan and what the wrapper saw.
 #[derive(Debug, Default)]
@@ -22,6 +25,10 @@ struct State {
     unsynced_files: HashSet<String>,
     /// Names created or renamed into place since the last directory fsync.
     unsynced_names: HashSet<String>,
+    /// Sleep this long before every read of a handle opened while it is set.
+    read_delay: Option<Duration>,
+    /// When each read of a slowed handle started (before its delay), in call order.
+    read_starts: Vec<Instant>,
 }
 
 /// A directory that fails on demand and can "crash". Reads pass through unchanged.
@@ -64,6 +71,18 @@ impl FaultyDirectory {
     /// Lets only `bytes` more bytes be written; later writes fail with ENOSPC. `None` clears.
     pub fn space_left(&self, bytes: Option<u64>) {
         self.state().space_left = bytes;
+    }
+
+    /// Makes every read (`read_bytes`, `read_many`: one delay per call) of handles opened from
+    /// now on sleep `delay` first, as a slow disk would; such handles offer no mapped view, so
+    /// every read of them is a call. `None`: later opens are not slowed.
+    pub fn read_delay(&self, delay: Option<Duration>) {
+        self.state().read_delay = delay;
+    }
+
+    /// When each read of a slowed handle started, in order (and clears the log).
+    pub fn take_read_starts(&self) -> Vec<Instant> {
+        std::mem::take(&mut self.state().read_starts)
     }
 
     /// Write-side operations seen so far.
@@ -139,7 +158,15 @@ impl Directory for FaultyDirectory {
         self.inner.path()
     }
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
-        self.inner.open(name)
+        let inner = self.inner.open(name)?;
+        Ok(match self.state().read_delay {
+            Some(delay) => Arc::new(SlowHandle {
+                inner,
+                delay,
+                dir: self.clone(),
+            }),
+            None => inner,
+        })
     }
     fn create(&self, name: &str) -> Result<Box<dyn FileWriter>> {
         self.op(name, "create")?;
@@ -186,6 +213,44 @@ impl Directory for FaultyDirectory {
     }
 }
 
+/// A handle whose every read sleeps first and is logged (see [`FaultyDirectory::read_delay`]).
+#[derive(Debug)]
+struct SlowHandle {
+    inner: Arc<dyn FileHandle>,
+    delay: Duration,
+    dir: FaultyDirectory,
+}
+
+impl SlowHandle {
+    fn wait(&self) {
+        self.dir.state().read_starts.push(Instant::now());
+        std::thread::sleep(self.delay);
+    }
+}
+
+impl FileHandle for SlowHandle {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_bytes(&self, start: u64, end: u64) -> Result<Bytes> {
+        self.wait();
+        self.inner.read_bytes(start, end)
+    }
+    fn read_many(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.wait();
+        self.inner.read_many(ranges)
+    }
+    fn will_need(&self, start: u64, end: u64) {
+        self.inner.will_need(start, end)
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn evict_from_cache(&self) -> Result<()> {
+        self.inner.evict_from_cache()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +285,26 @@ mod tests {
         w.write_all(b"1234").unwrap();
         let e = w.write_all(b"5").unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+    }
+
+    #[test]
+    fn slow_reads_are_delayed_logged_and_unmapped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = FaultyDirectory::new(open_directory(tmp.path(), DirectoryKind::Mmap).unwrap());
+        d.atomic_write("f", b"0123456789").unwrap();
+        assert!(d.open("f").unwrap().mapped_view().is_some());
+        d.read_delay(Some(Duration::from_millis(2)));
+        let h = d.open("f").unwrap();
+        assert!(
+            h.mapped_view().is_none(),
+            "a slowed handle is read by calls"
+        );
+        let t = Instant::now();
+        assert_eq!(&*h.read_bytes(2, 5).unwrap(), b"234");
+        let many = h.read_many(&[0..1, 8..10]).unwrap();
+        assert_eq!((&*many[0], &*many[1]), (&b"0"[..], &b"89"[..]));
+        assert!(t.elapsed() >= Duration::from_millis(4));
+        assert_eq!(d.take_read_starts().len(), 2);
+        assert!(d.take_read_starts().is_empty());
     }
 }

@@ -28,6 +28,8 @@ pub(crate) struct MappedFile {
     path: PathBuf,
     file: File,
     bytes: Bytes,
+    /// The mapping (`None` for an empty file), for range hints.
+    map: Option<Arc<Mmap>>,
 }
 
 impl std::fmt::Debug for MappedFile {
@@ -53,6 +55,16 @@ impl FileHandle for MappedFile {
         );
         self.bytes.slice(s..e).ok_or_else(oob)
     }
+    fn will_need(&self, start: u64, end: u64) {
+        if let Some(map) = &self.map {
+            let end = (end as usize).min(map.len());
+            let start = (start as usize).min(end);
+            if start < end {
+                // A hint: a refusal changes nothing but the speed.
+                let _ = map.advise_range(Advice::WillNeed, start, end - start);
+            }
+        }
+    }
     fn name(&self) -> &str {
         &self.name
     }
@@ -73,9 +85,9 @@ impl MappedFile {
             .metadata()
             .map_err(|e| StoreError::io("stat", &path, e))?
             .len();
-        let bytes = if len == 0 {
+        let (bytes, map) = if len == 0 {
             // mmap of an empty file fails on Linux; an empty buffer is equivalent.
-            Bytes::empty()
+            (Bytes::empty(), None)
         } else {
             // SAFETY: index files are immutable once published (written, fsynced, then renamed
             // into a commit); quarry never truncates or rewrites a file that may be mapped.
@@ -83,13 +95,15 @@ impl MappedFile {
             for a in advice {
                 let _ = map.advise(*a);
             }
-            Bytes::from_owner(Arc::new(map))
+            let map = Arc::new(map);
+            (Bytes::from_owner(map.clone()), Some(map))
         };
         Ok(MappedFile {
             name: name.to_string(),
             path,
             file,
             bytes,
+            map,
         })
     }
 }

@@ -48,6 +48,11 @@ pub enum Error {
     /// refuses further changes and must be reopened. The last commit is intact.
     #[error("{0}")]
     WriterPoisoned(String),
+    /// A read from disk was not issued because the search's deadline had passed (pread and
+    /// direct modes). `Searcher::search_with` turns it into a partial result (`timed_out`); it
+    /// reaches callers only from reads run under [`crate::index::IoDeadline`] elsewhere.
+    #[error("deadline passed before reading {file}")]
+    DeadlineExceeded { file: String },
     /// A commit succeeded (its documents are durable) but a merge after it failed.
     #[error("commit generation {generation} is durable, but a merge after it failed: {source}")]
     MergeFailed {

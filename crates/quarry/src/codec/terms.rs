@@ -52,6 +52,30 @@ impl TermsReader {
     pub fn get(&self, term: &[u8]) -> Option<u64> {
         self.map.get(term)
     }
+    /// The postings offset of `term`, looked up node by node: before a node's bytes are used,
+    /// `verify(start, end)` is called with their range inside the FST (first the few bytes of
+    /// its header, then the whole node), so a lookup touches and checks only the chunks on its
+    /// path. The FST's header and trailer must have been verified before [`TermsReader::open`].
+    pub fn get_verified(
+        &self,
+        term: &[u8],
+        mut verify: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<Option<u64>> {
+        let fst = self.map.as_fst();
+        let mut node = checked_node(fst, fst.root().addr(), &mut verify)?;
+        let mut out = fst::raw::Output::zero();
+        for &b in term {
+            let Some(i) = node.find_input(b) else {
+                return Ok(None);
+            };
+            let t = node.transition(i);
+            out = out.cat(t.out);
+            node = checked_node(fst, t.addr, &mut verify)?;
+        }
+        Ok(node
+            .is_final()
+            .then(|| out.cat(node.final_output()).value()))
+    }
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -61,4 +85,23 @@ impl TermsReader {
     pub fn map(&self) -> &fst::Map<Bytes> {
         &self.map
     }
+}
+
+/// The node at `addr`, its bytes verified: the header bytes (state, transition count, pack
+/// sizes: at most the three bytes ending at `addr`) before parsing, then the node's whole span.
+/// Address 0 is the empty final node, which has no bytes.
+fn checked_node<'f>(
+    fst: &'f fst::raw::Fst<Bytes>,
+    addr: fst::raw::CompiledAddr,
+    verify: &mut impl FnMut(u64, u64) -> Result<()>,
+) -> Result<fst::raw::Node<'f>> {
+    if addr == 0 {
+        return Ok(fst.node(addr));
+    }
+    let end = addr as u64 + 1;
+    verify(end.saturating_sub(3), end)?;
+    let node = fst.node(addr);
+    // `as_slice` is the node's own bytes (its lowest address up to `addr`).
+    verify(end - node.as_slice().len() as u64, end)?;
+    Ok(node)
 }

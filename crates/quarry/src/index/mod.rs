@@ -8,6 +8,7 @@ pub mod verified;
 pub use check::{check_index, inspect, CheckReport, SegmentSummary};
 pub use files::{held_files, HeldFiles};
 pub use segment::SegmentReader;
+pub use verified::IoDeadline;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -31,6 +31,15 @@ impl Files {
     }
 }
 
+/// One field's term dictionary and how far it is verified.
+struct Dict {
+    reader: TermsReader,
+    /// Opened in place over unverified bytes: lookups verify the nodes they visit.
+    lazy: bool,
+    /// Set once every byte of a lazy dictionary was verified.
+    whole: OnceLock<()>,
+}
+
 /// A segment opened for reading.
 pub struct SegmentReader {
     meta: SegmentMeta,
@@ -38,7 +47,9 @@ pub struct SegmentReader {
     files: Files,
     /// Whole postings file when it is free to view (mmap): term lookups then cost no syscall.
     post_view: Option<Bytes>,
-    terms: Vec<OnceLock<Option<TermsReader>>>,
+    /// Whole terms file when it is free to view (mmap): dictionaries are used in place.
+    terms_view: Option<Bytes>,
+    terms: Vec<OnceLock<Option<Dict>>>,
     norms: Vec<OnceLock<Option<Bytes>>>,
     stored_index: OnceLock<Bytes>,
 }
@@ -76,6 +87,9 @@ fn check_frame(
             format!("{len} bytes is too short for a header and footer"),
         ));
     }
+    // Exactly these bytes: a mapped file would otherwise fault in a read-around window.
+    handle.will_need(0, HEADER_LEN as u64);
+    handle.will_need(len - FOOTER_LEN as u64, len);
     let head = handle.read_bytes(0, HEADER_LEN as u64)?;
     let foot = handle.read_bytes(len - FOOTER_LEN as u64, len)?;
     let mut frame = head.to_vec();
@@ -147,11 +161,13 @@ impl SegmentReader {
         };
         let n = schema.fields().len();
         let post_view = files.post.mapped_view();
+        let terms_view = files.terms.mapped_view();
         Ok(Self {
             meta,
             schema: schema.clone(),
             files,
             post_view,
+            terms_view,
             terms: (0..n).map(|_| OnceLock::new()).collect(),
             norms: (0..n).map(|_| OnceLock::new()).collect(),
             stored_index: OnceLock::new(),
@@ -171,8 +187,28 @@ impl SegmentReader {
         &self.schema
     }
 
-    /// The term dictionary of `field` (None if the field has no terms here).
+    /// The term dictionary of `field` (None if the field has no terms here), every byte of it
+    /// verified (for walks over many terms: prefix queries, merges, `check`). Exact lookups use
+    /// [`SegmentReader::term_info`], which checks only the chunks on the term's path.
     pub fn terms(&self, field: u32) -> Result<Option<&TermsReader>> {
+        let Some(d) = self.dict(field)? else {
+            return Ok(None);
+        };
+        if d.lazy && d.whole.get().is_none() {
+            let fm = &self.meta.fields[field as usize];
+            self.files
+                .terms
+                .verify(fm.fst_offset, fm.fst_offset + fm.fst_len)?;
+            let _ = d.whole.set(());
+        }
+        Ok(Some(&d.reader))
+    }
+
+    /// The term dictionary of `field`, opened at first use. With a mapped terms file and chunk
+    /// checksums (v3) it is opened in place checking only the FST's header and trailer: lookups
+    /// verify the nodes they visit. Otherwise it is read whole and checked: by its chunks (v3,
+    /// pread and direct modes) or by the FST checksum of the segment meta (v1, v2).
+    fn dict(&self, field: u32) -> Result<Option<&Dict>> {
         let slot = self
             .terms
             .get(field as usize)
@@ -181,38 +217,69 @@ impl SegmentReader {
             return Ok(t.as_ref());
         }
         let fm = &self.meta.fields[field as usize];
-        let reader = if fm.unique_terms == 0 {
+        let file = &self.files.terms;
+        let name = file.name();
+        let dict = if fm.unique_terms == 0 {
             None
-        } else {
-            let name = self.files.terms.name();
-            let bytes = read_body(
-                &self.files.terms,
-                fm.fst_offset,
-                fm.fst_len,
-                "term dictionary",
-            )?;
-            let crc = quarry_codecs::crc32c(&bytes);
-            if crc != fm.fst_crc {
+        } else if let Some(view) = self.terms_view.as_ref().filter(|_| file.is_checked()) {
+            let (start, len) = (fm.fst_offset, fm.fst_len);
+            let in_body = start >= HEADER_LEN as u64
+                && start.checked_add(len).is_some_and(|e| e <= file.data_end());
+            if !in_body {
                 return Err(Error::corrupt(
                     name,
-                    format!(
-                        "term dictionary of field {:?}: checksum {crc:#010x}, expected {:#010x}",
-                        self.schema.field(field).name,
-                        fm.fst_crc
-                    ),
+                    format!("term dictionary range [{start}, +{len}) is out of bounds"),
                 ));
             }
-            Some(TermsReader::open(name, bytes)?)
+            // The FST's own header (16 bytes) and trailer (root address, length, checksum).
+            file.verify(start, (start + 16).min(start + len))?;
+            file.verify((start + len).saturating_sub(36).max(start), start + len)?;
+            let bytes = view
+                .slice(start as usize..(start + len) as usize)
+                .expect("checked against the body");
+            Some(Dict {
+                reader: TermsReader::open(name, bytes)?,
+                lazy: true,
+                whole: OnceLock::new(),
+            })
+        } else {
+            let bytes = read_body(file, fm.fst_offset, fm.fst_len, "term dictionary")?;
+            if !file.is_checked() {
+                let crc = quarry_codecs::crc32c(&bytes);
+                if crc != fm.fst_crc {
+                    return Err(Error::corrupt(
+                        name,
+                        format!(
+                            "term dictionary of field {:?}: checksum {crc:#010x}, expected {:#010x}",
+                            self.schema.field(field).name,
+                            fm.fst_crc
+                        ),
+                    ));
+                }
+            }
+            Some(Dict {
+                reader: TermsReader::open(name, bytes)?,
+                lazy: false,
+                whole: OnceLock::new(),
+            })
         };
-        Ok(slot.get_or_init(|| reader).as_ref())
+        Ok(slot.get_or_init(|| dict).as_ref())
     }
 
     /// The postings entry of `field:term`, if the term occurs in this segment.
     pub fn term_info(&self, field: u32, term: &[u8]) -> Result<Option<(TermInfo, Bytes)>> {
-        let Some(dict) = self.terms(field)? else {
+        let Some(d) = self.dict(field)? else {
             return Ok(None);
         };
-        let Some(offset) = dict.get(term) else {
+        let offset = if d.lazy && d.whole.get().is_none() {
+            let base = self.meta.fields[field as usize].fst_offset;
+            let file = &self.files.terms;
+            d.reader
+                .get_verified(term, |a, b| file.verify(base + a, base + b))?
+        } else {
+            d.reader.get(term)
+        };
+        let Some(offset) = offset else {
             return Ok(None);
         };
         self.term_info_at(field, offset).map(Some)
@@ -385,6 +452,51 @@ impl SegmentReader {
                 as usize,
         )?;
         decode_doc(&self.schema, bytes).in_file(name)
+    }
+
+    /// The stored fields of several documents, in the order given: the blocks they are in are
+    /// read with one batched read ([`VerifiedFile::read_many`]) and each decoded once.
+    pub fn stored_docs(&self, docs: &[u32]) -> Result<Vec<Map<String, Value>>> {
+        let name = self.files.store.name();
+        let index_bytes = self.stored_index()?;
+        let index = StoredIndex::new(
+            name,
+            index_bytes,
+            self.meta.stored_blocks,
+            self.meta.stored_index_offset,
+            self.meta.doc_count,
+        )?;
+        let mut blocks: Vec<u32> = docs
+            .iter()
+            .map(|&d| index.block_of(d))
+            .collect::<Result<_>>()?;
+        blocks.sort_unstable();
+        blocks.dedup();
+        let mut ranges = Vec::with_capacity(blocks.len());
+        let mut firsts = Vec::with_capacity(blocks.len());
+        for &b in &blocks {
+            let (first, start, end) = index.block_range(b)?;
+            firsts.push(first);
+            ranges.push(start..end);
+        }
+        let read = self.files.store.read_many(&ranges)?;
+        let decoded = read
+            .iter()
+            .map(|bytes| decode_block(name, bytes))
+            .collect::<Result<Vec<_>>>()?;
+        docs.iter()
+            .map(|&doc| {
+                let i = blocks
+                    .binary_search(&index.block_of(doc)?)
+                    .expect("every block was read");
+                let (lens, data) = &decoded[i];
+                let at = doc
+                    .checked_sub(firsts[i])
+                    .ok_or_else(|| Error::corrupt(name, "stored block index out of order"))?;
+                let bytes = doc_in_block(name, lens, data, at as usize)?;
+                decode_doc(&self.schema, bytes).in_file(name)
+            })
+            .collect()
     }
 
     /// Verifies every byte of the segment's data files (format v3: every chunk checksum that

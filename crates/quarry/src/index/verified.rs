@@ -2,9 +2,11 @@
 //! segment data file carries one CRC32C per 4 KiB chunk; a [`VerifiedFile`] checks a chunk the
 //! first time this process reads it and remembers that in a lock-free bitmap, so a warm read
 //! costs one relaxed atomic load per 64 chunks of the range.
+use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use quarry_codecs::framing::{self, CHUNK_SIZE, CHUNK_TRAILER_LEN};
 use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
@@ -23,6 +25,35 @@ pub fn verification_enabled() -> bool {
             Ok("0") | Ok("off")
         )
     })
+}
+
+thread_local! {
+    /// The deadline of the search running on this thread, if any (see [`IoDeadline`]).
+    static IO_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// While alive, reads of [`VerifiedFile`]s on this thread that would go to the disk (files
+/// without a memory-mapped view: pread and direct modes) are not issued once `deadline` has
+/// passed; they fail with [`Error::DeadlineExceeded`] instead. Set by a search with a deadline
+/// around its work; dropping it restores the previous setting.
+#[must_use = "the deadline applies only while the guard lives"]
+pub struct IoDeadline {
+    previous: Option<Instant>,
+}
+
+impl IoDeadline {
+    /// Applies `deadline` (`None`: no limit) to this thread's reads until the guard is dropped.
+    pub fn set(deadline: Option<Instant>) -> Self {
+        Self {
+            previous: IO_DEADLINE.with(|d| d.replace(deadline)),
+        }
+    }
+}
+
+impl Drop for IoDeadline {
+    fn drop(&mut self) {
+        IO_DEADLINE.with(|d| d.set(self.previous));
+    }
 }
 
 /// One bit per chunk: set once the chunk's checksum matched. Bits are only ever set, never
@@ -122,6 +153,8 @@ pub struct VerifiedFile {
     handle: Arc<dyn FileHandle>,
     data_end: u64,
     table: Option<ChunkTable>,
+    /// Reads are views of a mapping (no read is issued, so no deadline applies).
+    mapped: bool,
 }
 
 impl VerifiedFile {
@@ -129,11 +162,13 @@ impl VerifiedFile {
     /// reads the 16-byte chunk-table trailer (no other byte) and validates it.
     pub fn open(handle: Arc<dyn FileHandle>, version: u32) -> Result<Self> {
         let len = handle.len();
+        let mapped = handle.mapped_view().is_some();
         if version < 3 {
             return Ok(Self {
                 data_end: len.saturating_sub(FOOTER_LEN as u64),
                 handle,
                 table: None,
+                mapped,
             });
         }
         let tail_len = (CHUNK_TRAILER_LEN + FOOTER_LEN) as u64;
@@ -143,6 +178,7 @@ impl VerifiedFile {
                 format!("{len} bytes is too short for a chunk table"),
             ));
         }
+        handle.will_need(len - tail_len, len - FOOTER_LEN as u64);
         let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
         let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
         Ok(Self {
@@ -153,6 +189,7 @@ impl VerifiedFile {
                 verified: VerifiedBitmap::new(framing::chunk_count(covered)),
             }),
             handle,
+            mapped,
         })
     }
 
@@ -185,6 +222,7 @@ impl VerifiedFile {
                 format!("range [{start}, {end}) is outside the file body"),
             ));
         }
+        self.check_deadline()?;
         let Some(t) = self.table.as_ref().filter(|_| verification_enabled()) else {
             return Ok(self.handle.read_bytes(start, end)?);
         };
@@ -197,11 +235,70 @@ impl VerifiedFile {
             chunks.start * CHUNK_SIZE as u64,
             (chunks.end * CHUNK_SIZE as u64).min(t.covered),
         );
+        if self.mapped {
+            // Fault in exactly these chunks, not the kernel's read-around window.
+            self.handle.will_need(a, b);
+        }
         let bytes = self.handle.read_bytes(a, b)?;
         self.check_chunks(t, chunks, a, &bytes)?;
         Ok(bytes
             .slice((start - a) as usize..(end - a) as usize)
             .expect("inside the aligned range"))
+    }
+
+    /// The bytes of every range of the header and body, verified, in order: one
+    /// [`FileHandle::read_many`] call (batched reads in pread and direct modes). Ranges whose
+    /// chunks were not verified yet are widened to their chunks for the read, checked, then cut
+    /// back.
+    pub fn read_many(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if let Some(r) = ranges
+            .iter()
+            .find(|r| r.start > r.end || r.end > self.data_end)
+        {
+            return Err(Error::corrupt_at(
+                self.name(),
+                r.start,
+                format!("range [{}, {}) is outside the file body", r.start, r.end),
+            ));
+        }
+        self.check_deadline()?;
+        let Some(t) = self.table.as_ref().filter(|_| verification_enabled()) else {
+            return Ok(self.handle.read_many(ranges)?);
+        };
+        let wide: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| {
+                let c = chunk_range(r.start, r.end);
+                if t.verified.all_set(c.clone()) {
+                    r.clone()
+                } else {
+                    c.start * CHUNK_SIZE as u64..(c.end * CHUNK_SIZE as u64).min(t.covered)
+                }
+            })
+            .collect();
+        if self.mapped {
+            for (w, r) in wide.iter().zip(ranges) {
+                if w != r {
+                    self.handle.will_need(w.start, w.end);
+                }
+            }
+        }
+        let got = self.handle.read_many(&wide)?;
+        ranges
+            .iter()
+            .zip(wide)
+            .zip(got)
+            .map(|((r, w), bytes)| {
+                if w == *r {
+                    return Ok(bytes);
+                }
+                self.check_chunks(t, chunk_range(r.start, r.end), w.start, &bytes)?;
+                let s = (r.start - w.start) as usize;
+                Ok(bytes
+                    .slice(s..s + (r.end - r.start) as usize)
+                    .expect("inside the aligned range"))
+            })
+            .collect()
     }
 
     /// Verifies `[start, end)` without returning it (a range of an mmap view in use).
@@ -248,6 +345,7 @@ impl VerifiedFile {
             return Ok(s);
         }
         let n = t.verified.len();
+        self.handle.will_need(t.covered, t.covered + 4 * n);
         let s = self.handle.read_bytes(t.covered, t.covered + 4 * n)?;
         Ok(t.sums.get_or_init(|| s))
     }
@@ -284,6 +382,21 @@ impl VerifiedFile {
             t.verified.set(c);
         }
         Ok(())
+    }
+
+    /// Fails with [`Error::DeadlineExceeded`] when this thread's [`IoDeadline`] has passed and
+    /// the read would be issued to the disk (not a view of a mapping).
+    #[inline]
+    fn check_deadline(&self) -> Result<()> {
+        if self.mapped {
+            return Ok(());
+        }
+        match IO_DEADLINE.with(Cell::get) {
+            Some(d) if Instant::now() >= d => Err(Error::DeadlineExceeded {
+                file: self.name().to_string(),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

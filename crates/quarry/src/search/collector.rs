@@ -167,6 +167,11 @@ impl Budget {
         self.expired
     }
 
+    /// Marks the deadline as passed (a read was refused because of it).
+    pub fn expire(&mut self) {
+        self.expired = true;
+    }
+
     /// Whether the deadline was seen to pass.
     pub fn expired(&self) -> bool {
         self.expired

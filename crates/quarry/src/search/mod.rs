@@ -245,9 +245,24 @@ impl Searcher {
             bm25: self.bm25,
             global: self.global.as_deref(),
         };
-        let weight = Weight::build(query, &ctx, 1.0)?;
+        // Reads from disk (pread, direct) are not issued after the deadline: they fail with
+        // `DeadlineExceeded`, which ends the search with what it has, flagged `timed_out`.
+        let _io = opts
+            .deadline
+            .map(|d| crate::index::IoDeadline::set(Some(d)));
         let k = if mode == SearchMode::Count { 0 } else { k };
         let mut top = TopK::with_budget(k, Budget::new(opts.deadline));
+        let weight = match Weight::build(query, &ctx, 1.0) {
+            Err(Error::DeadlineExceeded { .. }) => {
+                return Ok(SearchResult {
+                    total_hits: 0,
+                    hits_exact: false,
+                    top: Vec::new(),
+                    timed_out: true,
+                })
+            }
+            other => other?,
+        };
         let mut total = 0u64;
         let mut exact = true;
         let union = weight.term_union();
@@ -255,10 +270,17 @@ impl Searcher {
             if top.budget.check_now() {
                 break;
             }
-            let (n, skipped) = match self.live.get(ord).and_then(|l| l.as_deref()) {
+            let searched = match self.live.get(ord).and_then(|l| l.as_deref()) {
                 None => {
                     if mode == SearchMode::Count {
-                        if let Some(n) = weight.fast_count(seg, ord, &mut top.budget)? {
+                        let counted = match weight.fast_count(seg, ord, &mut top.budget) {
+                            Err(Error::DeadlineExceeded { .. }) => {
+                                top.budget.expire();
+                                break;
+                            }
+                            other => other?,
+                        };
+                        if let Some(n) = counted {
                             // A count cut short by the deadline is not a count: left out.
                             if !top.budget.expired() {
                                 total += n;
@@ -267,12 +289,19 @@ impl Searcher {
                         }
                     }
                     let c = LeafCollector::new(&mut top, seg, ord as u32, AllLive);
-                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)?
+                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)
                 }
                 Some(live) => {
                     let c = LeafCollector::new(&mut top, seg, ord as u32, live);
-                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)?
+                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)
                 }
+            };
+            let (n, skipped) = match searched {
+                Err(Error::DeadlineExceeded { .. }) => {
+                    top.budget.expire();
+                    break;
+                }
+                other => other?,
             };
             total += n;
             exact &= !skipped;
@@ -326,6 +355,31 @@ impl Searcher {
             Error::InvalidArgument(format!("segment {} out of range", doc.segment))
         })?;
         seg.stored_fields(doc.doc)
+    }
+
+    /// The stored fields of several hits (e.g. a result page), in the order given: per segment,
+    /// one batched read of the blocks they are in ([`SegmentReader::stored_docs`]). Same result
+    /// as calling [`Searcher::stored_fields`] for each.
+    pub fn docs(&self, docs: &[DocAddress]) -> Result<Vec<Map<String, Value>>> {
+        let mut out: Vec<Option<Map<String, Value>>> = vec![None; docs.len()];
+        let mut by_segment: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+        for (i, d) in docs.iter().enumerate() {
+            by_segment.entry(d.segment).or_default().push(i);
+        }
+        for (segment, idx) in by_segment {
+            let seg = self
+                .segments
+                .get(segment as usize)
+                .ok_or_else(|| Error::InvalidArgument(format!("segment {segment} out of range")))?;
+            let ids: Vec<u32> = idx.iter().map(|&i| docs[i].doc).collect();
+            for (i, fields) in idx.into_iter().zip(seg.stored_docs(&ids)?) {
+                out[i] = Some(fields);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|f| f.expect("every hit fetched"))
+            .collect())
     }
 }
 
