@@ -115,3 +115,60 @@ fn batched_stored_fields_equal_one_by_one_reads_in_every_mode() {
         assert!(s.docs(&[]).unwrap().is_empty());
     }
 }
+
+/// With mmap, an exact term lookup verifies only the term dictionary chunks on the term's path
+/// (not the whole FST), finds what a fully verified dictionary finds for every term, and a walk
+/// over the dictionary (`terms`) verifies all of it first.
+#[test]
+fn a_term_lookup_verifies_only_the_chunks_on_its_path() {
+    use fst::Streamer;
+    let tmp = tempfile::tempdir().unwrap();
+    common::build_reuters(tmp.path(), &common::reuters_lines(), 1, DirectoryKind::Mmap);
+    let lazy = Index::open(tmp.path()).unwrap().searcher();
+    let whole = Index::open(tmp.path()).unwrap().searcher();
+    let body = lazy.schema().field_id("body").unwrap();
+    let (seg, full) = (&lazy.segments()[0], &whole.segments()[0]);
+    let terms_chunks = |s: &quarry::index::SegmentReader| {
+        let v = s.verified_chunks();
+        let t = v
+            .iter()
+            .find(|(name, _, _)| name.ends_with(".terms"))
+            .unwrap();
+        (t.1, t.2)
+    };
+    assert!(seg.term_info(body, b"oil").unwrap().is_some());
+    let (verified, total) = terms_chunks(seg);
+    assert!(
+        total > 20,
+        "{total} chunks: the test needs a bigger dictionary"
+    );
+    assert!(
+        verified * 4 < total,
+        "{verified} of {total} chunks verified by one lookup"
+    );
+
+    let dict = full.terms(body).unwrap().unwrap();
+    let (verified, _) = terms_chunks(full);
+    let fst_chunks = full.meta().fields[body as usize].fst_len / 4096;
+    assert!(
+        verified >= fst_chunks,
+        "terms() verified {verified} chunks, the FST has {fst_chunks}+"
+    );
+    let mut stream = dict.map().stream();
+    let mut n = 0;
+    while let Some((term, _)) = stream.next() {
+        let a = seg.term_info(body, term).unwrap().unwrap().0;
+        let b = full.term_info(body, term).unwrap().unwrap().0;
+        assert_eq!(
+            (a.doc_freq, a.pos_start, a.pos_len),
+            (b.doc_freq, b.pos_start, b.pos_len)
+        );
+        n += 1;
+    }
+    assert!(n > 10_000);
+    for probe in [&b"zzzzzzzzzz"[..], b"", b"oi", b"oilx", &[0xff, 0xfe]] {
+        let a = seg.term_info(body, probe).unwrap().map(|t| t.0.doc_freq);
+        let b = full.term_info(body, probe).unwrap().map(|t| t.0.doc_freq);
+        assert_eq!(a, b, "{probe:?}");
+    }
+}
