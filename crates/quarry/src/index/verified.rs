@@ -120,6 +120,8 @@ struct ChunkTable {
 #[derive(Debug)]
 pub struct VerifiedFile {
     handle: Arc<dyn FileHandle>,
+    /// The format version in the file's header.
+    version: u32,
     data_end: u64,
     table: Option<ChunkTable>,
 }
@@ -131,6 +133,7 @@ impl VerifiedFile {
         let len = handle.len();
         if version < 3 {
             return Ok(Self {
+                version,
                 data_end: len.saturating_sub(FOOTER_LEN as u64),
                 handle,
                 table: None,
@@ -146,6 +149,7 @@ impl VerifiedFile {
         let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
         let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
         Ok(Self {
+            version,
             data_end: covered,
             table: Some(ChunkTable {
                 covered,
@@ -154,6 +158,11 @@ impl VerifiedFile {
             }),
             handle,
         })
+    }
+
+    /// The format version in the file's header.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     pub fn name(&self) -> &str {
