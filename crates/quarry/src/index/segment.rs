@@ -408,7 +408,11 @@ impl SegmentReader {
                     format!("stored block {b} starts at doc {first}, expected {count}"),
                 ));
             }
-            let (lens, data) = decode_block(name, &self.files.store.read(start, end)?)?;
+            let (lens, data) = decode_block(
+                name,
+                self.files.store.version(),
+                &self.files.store.read(start, end)?,
+            )?;
             let mut off = 0usize;
             for l in lens {
                 f(&data[off..off + l as usize])?;
@@ -442,7 +446,7 @@ impl SegmentReader {
         let b = index.block_of(doc)?;
         let (first, start, end) = index.block_range(b)?;
         let block = self.files.store.read(start, end)?;
-        let (lens, data) = decode_block(name, &block)?;
+        let (lens, data) = decode_block(name, self.files.store.version(), &block)?;
         let bytes = doc_in_block(
             name,
             &lens,

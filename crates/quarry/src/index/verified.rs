@@ -151,6 +151,8 @@ struct ChunkTable {
 #[derive(Debug)]
 pub struct VerifiedFile {
     handle: Arc<dyn FileHandle>,
+    /// The format version in the file's header.
+    version: u32,
     data_end: u64,
     table: Option<ChunkTable>,
     /// Reads are views of a mapping (no read is issued, so no deadline applies).
@@ -165,6 +167,7 @@ impl VerifiedFile {
         let mapped = handle.mapped_view().is_some();
         if version < 3 {
             return Ok(Self {
+                version,
                 data_end: len.saturating_sub(FOOTER_LEN as u64),
                 handle,
                 table: None,
@@ -182,6 +185,7 @@ impl VerifiedFile {
         let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
         let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
         Ok(Self {
+            version,
             data_end: covered,
             table: Some(ChunkTable {
                 covered,
@@ -191,6 +195,11 @@ impl VerifiedFile {
             handle,
             mapped,
         })
+    }
+
+    /// The format version in the file's header.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     pub fn name(&self) -> &str {

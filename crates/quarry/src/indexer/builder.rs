@@ -1,13 +1,13 @@
 //! The in-memory segment of one indexing thread: one hash lookup per token straight into the
-//! term's postings streams, which live in a shared integer arena.
+//! term's postings streams, delta-coded varints in a shared byte arena.
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use quarry_store::Directory;
 use rustc_hash::FxBuildHasher;
 
-use super::arena::{IntArena, Stream};
-use super::segment_writer::SegmentFileWriter;
+use super::byte_arena::{ByteArena, ByteStream, Varints};
+use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
 use crate::analysis::Analyzer;
 use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
@@ -15,13 +15,26 @@ use crate::codec::norms::length_to_norm;
 use crate::codec::stored::{encode_doc, StoredWriter};
 use crate::document::{Document, FieldValue};
 use crate::schema::{FieldType, Schema};
-use crate::Result;
+use crate::{Error, Result};
 
 struct TermState {
+    /// The document being added when the term was last seen (`u32::MAX`: none yet).
     last_doc: u32,
+    /// The last document written to `docs` (the base of the next delta).
+    written_doc: u32,
     freq: u32,
-    docs: Stream,
-    positions: Stream,
+    /// The term's last position in `last_doc` (the base of the next position delta).
+    last_pos: u32,
+    /// Per document: `(doc delta) << 1 | (freq == 1)`, then `freq` unless it is 1.
+    docs: ByteStream,
+    /// Per document, its positions as deltas from the previous one (the first from 0).
+    positions: ByteStream,
+}
+
+/// Heap bytes of a boxed term key of `len` bytes: the allocator's 16-byte granules, with its
+/// 8-byte header, at least 32.
+fn key_heap_bytes(len: usize) -> usize {
+    ((len + 8 + 15) & !15).max(32)
 }
 
 #[derive(Default)]
@@ -39,9 +52,15 @@ struct FieldBuilder {
 
 /// Accumulates documents until flushed into an immutable segment.
 pub struct SegmentBuilder {
+    dir: Arc<dyn Directory>,
+    name: String,
+    /// The segment's stored fields file, written out as blocks fill (created with the first).
+    stored_file: Option<StoredFile>,
+    /// Writing stored blocks out failed: reported by [`flush`](Self::flush).
+    stored_error: Option<Error>,
     schema: Schema,
     analyzers: Vec<Option<Arc<dyn Analyzer>>>,
-    arena: IntArena,
+    arena: ByteArena,
     fields: Vec<FieldBuilder>,
     norms: Vec<Vec<u8>>,
     stored: StoredWriter,
@@ -53,12 +72,17 @@ pub struct SegmentBuilder {
 }
 
 impl SegmentBuilder {
-    pub fn new(schema: &Schema) -> Self {
+    /// A builder for the segment `name` in `dir`.
+    pub fn new(schema: &Schema, dir: Arc<dyn Directory>, name: String) -> Self {
         let n = schema.fields().len();
         Self {
+            dir,
+            name,
+            stored_file: None,
+            stored_error: None,
             schema: schema.clone(),
             analyzers: (0..n as u32).map(|f| schema.analyzer(f).cloned()).collect(),
-            arena: IntArena::new(),
+            arena: ByteArena::new(),
             fields: (0..n).map(|_| FieldBuilder::default()).collect(),
             norms: vec![Vec::new(); n],
             stored: StoredWriter::new(format::begin(format::KIND_STORED)),
@@ -74,15 +98,28 @@ impl SegmentBuilder {
         self.doc_count
     }
 
+    /// The name of the segment this builder writes.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the postings arena is close to the most it can address: flush now.
+    pub fn nearly_full(&self) -> bool {
+        self.arena.nearly_full()
+    }
+
     /// Approximate bytes held, for the RAM budget.
     pub fn mem_bytes(&self) -> usize {
+        // Hash table slots: a boxed key (16 bytes) and an id (4), padded to 24, plus a control
+        // byte.
         let fields: usize = self
             .fields
             .iter()
             .map(|f| {
                 f.key_bytes
-                    + f.terms.capacity() * 32
+                    + f.terms.capacity() * 25
                     + f.states.capacity() * std::mem::size_of::<TermState>()
+                    + f.touched.capacity() * 4
             })
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
@@ -133,8 +170,14 @@ impl SegmentBuilder {
             fb.doc_count += 1;
             for &t in &fb.touched {
                 let st = &mut fb.states[t as usize];
-                self.arena.push(&mut st.docs, d);
-                self.arena.push(&mut st.docs, st.freq);
+                let delta = d - st.written_doc;
+                st.written_doc = d;
+                if st.freq == 1 {
+                    self.arena.push_u32(&mut st.docs, delta << 1 | 1);
+                } else {
+                    self.arena.push_u32(&mut st.docs, delta << 1);
+                    self.arena.push_u32(&mut st.docs, st.freq);
+                }
             }
             fb.touched.clear();
             fb.position = 0;
@@ -146,14 +189,34 @@ impl SegmentBuilder {
         }
         encode_doc(&self.schema, doc, &mut self.buf);
         self.stored.add(&self.buf);
+        if self.stored.pending_bytes() >= STORED_SPILL_BYTES && self.stored_error.is_none() {
+            if let Err(e) = self.write_stored() {
+                self.stored_error = Some(e);
+            }
+        }
         self.doc_count += 1;
     }
 
-    /// Writes the segment's files into `dir` under `name`.
-    pub fn flush(self, dir: &dyn Directory, name: &str) -> Result<SegmentMeta> {
-        let mut w = SegmentFileWriter::new(&self.schema);
-        let (mut docs, mut freqs, mut pairs, mut positions) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    /// Writes the finished stored blocks out to the segment's stored fields file.
+    fn write_stored(&mut self) -> Result<()> {
+        let file = match &mut self.stored_file {
+            Some(f) => f,
+            None => self
+                .stored_file
+                .insert(StoredFile::create(&*self.dir, &self.name)?),
+        };
+        file.write_pending(&mut self.stored)
+    }
+
+    /// Writes the segment's files.
+    pub fn flush(self) -> Result<SegmentMeta> {
+        if let Some(e) = self.stored_error {
+            return Err(e);
+        }
+        let (dir, name) = (&*self.dir, self.name.as_str());
+        let mut w = SegmentFileWriter::new(&self.schema, dir, name)?;
+        let (mut docs, mut freqs, mut positions) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = Vec::new();
         let mut norms_all = self.norms;
         for (f, fb) in self.fields.iter().enumerate() {
             let entry = &self.schema.fields()[f];
@@ -170,40 +233,65 @@ impl SegmentBuilder {
             sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             for (term, id) in sorted {
                 let st = &fb.states[id as usize];
-                pairs.clear();
-                self.arena.read(&st.docs, &mut pairs);
+                bytes.clear();
+                self.arena.read(&st.docs, &mut bytes);
                 docs.clear();
                 freqs.clear();
-                for p in pairs.chunks_exact(2) {
-                    docs.push(p[0]);
-                    freqs.push(p[1]);
+                let mut doc = 0u32;
+                let mut it = Varints::new(&bytes);
+                while let Some(v) = it.next() {
+                    doc += v >> 1;
+                    docs.push(doc);
+                    freqs.push(if v & 1 == 1 {
+                        1
+                    } else {
+                        it.next().unwrap_or(1)
+                    });
                 }
                 positions.clear();
                 if entry.has_positions() {
-                    self.arena.read(&st.positions, &mut positions);
+                    bytes.clear();
+                    self.arena.read(&st.positions, &mut bytes);
+                    let mut it = Varints::new(&bytes);
+                    for &f in &freqs {
+                        let mut p = 0u32;
+                        for _ in 0..f {
+                            p += it.next().unwrap_or(0);
+                            positions.push(p);
+                        }
+                    }
                 }
                 w.add_term(term.as_bytes(), &docs, &freqs, &positions, norms)?;
             }
             w.end_field(fb.doc_count)?;
         }
-        w.finish(dir, name, self.doc_count, self.seq_runs, self.stored)
+        w.finish(
+            dir,
+            name,
+            self.doc_count,
+            self.seq_runs,
+            self.stored,
+            self.stored_file,
+        )
     }
 }
 
 impl FieldBuilder {
     #[inline]
-    fn add_token(&mut self, arena: &mut IntArena, doc: u32, tok: &str, positions: bool) {
+    fn add_token(&mut self, arena: &mut ByteArena, doc: u32, tok: &str, positions: bool) {
         let id = match self.terms.get(tok) {
             Some(&id) => id,
             None => {
                 let id = self.states.len() as u32;
-                self.key_bytes += tok.len();
+                self.key_bytes += key_heap_bytes(tok.len());
                 self.terms.insert(tok.into(), id);
                 let docs = arena.stream();
                 let positions = if positions { arena.stream() } else { docs };
                 self.states.push(TermState {
                     last_doc: u32::MAX,
+                    written_doc: 0,
                     freq: 0,
+                    last_pos: 0,
                     docs,
                     positions,
                 });
@@ -214,11 +302,13 @@ impl FieldBuilder {
         if st.last_doc != doc {
             st.last_doc = doc;
             st.freq = 0;
+            st.last_pos = 0;
             self.touched.push(id);
         }
         st.freq += 1;
         if positions {
-            arena.push(&mut st.positions, self.position);
+            arena.push_u32(&mut st.positions, self.position - st.last_pos);
+            st.last_pos = self.position;
         }
         self.position += 1;
     }

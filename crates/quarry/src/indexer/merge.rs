@@ -6,7 +6,7 @@ use std::sync::Arc;
 use fst::{IntoStreamer, Streamer};
 use quarry_store::Directory;
 
-use super::segment_writer::SegmentFileWriter;
+use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
 use crate::codec::format;
 use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::SegmentMeta;
@@ -86,7 +86,7 @@ pub(crate) fn merge_with_maps(
         }
     }
     let any_deletes = (0..segments.len()).any(|i| live_of(i).is_some());
-    let mut w = SegmentFileWriter::new(schema);
+    let mut w = SegmentFileWriter::new(schema, dir, name)?;
     let (mut docs, mut freqs, mut positions, mut pbuf) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (f, entry) in schema.fields().iter().enumerate() {
@@ -183,13 +183,18 @@ pub(crate) fn merge_with_maps(
         };
         w.end_field(doc_count)?;
     }
+    // Stored blocks are written out as they fill, not held for the whole merged segment.
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
+    let mut stored_file = StoredFile::create(dir, name)?;
     for (i, s) in segments.iter().enumerate() {
         let l = live_of(i);
         let mut d = 0u32;
         s.for_each_stored_doc(|bytes| {
             if !matches!(l, Some(l) if !l.is_live(d)) {
                 stored.add(bytes);
+                if stored.pending_bytes() >= STORED_SPILL_BYTES {
+                    stored_file.write_pending(&mut stored)?;
+                }
             }
             d += 1;
             Ok(())
@@ -215,6 +220,6 @@ pub(crate) fn merge_with_maps(
             }
         }
     }
-    let meta = w.finish(dir, name, total, runs, stored)?;
+    let meta = w.finish(dir, name, total, runs, stored, Some(stored_file))?;
     Ok((meta, maps))
 }

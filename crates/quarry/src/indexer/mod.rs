@@ -1,8 +1,8 @@
 //! Building indexes: the [`IndexWriter`] turns documents into immutable segments with one
 //! in-memory segment per thread, applies deletions and updates, makes them searchable
 //! (near-real-time) or durable (commit), and merges segments.
-mod arena;
 mod builder;
+mod byte_arena;
 mod deletes;
 mod merge;
 mod policy;
@@ -84,6 +84,8 @@ struct Shared {
     schema: Schema,
     next_segment: AtomicU64,
     flushed: Mutex<Vec<SegmentMeta>>,
+    /// Segments of in-memory builders: their stored fields files are being written already.
+    building: Mutex<HashSet<String>>,
     failure: Mutex<Option<String>>,
     budget_per_thread: usize,
 }
@@ -94,11 +96,14 @@ impl Shared {
     }
 
     fn flush(&self, builder: SegmentBuilder) {
+        let name = builder.name().to_string();
         if builder.doc_count() == 0 {
+            self.building.lock().expect("building set").remove(&name);
             return;
         }
-        let name = self.segment_name();
-        match builder.flush(&*self.dir, &name) {
+        let result = builder.flush();
+        self.building.lock().expect("building set").remove(&name);
+        match result {
             Ok(meta) => self.flushed.lock().expect("flushed list").push(meta),
             Err(e) => {
                 let mut f = self.failure.lock().expect("failure slot");
@@ -108,9 +113,18 @@ impl Shared {
     }
 
     fn add(&self, builder: &mut Option<SegmentBuilder>, seq: u64, doc: &Document) {
-        let b = builder.get_or_insert_with(|| SegmentBuilder::new(&self.schema));
+        let b = builder.get_or_insert_with(|| {
+            let name = self.segment_name();
+            self.building
+                .lock()
+                .expect("building set")
+                .insert(name.clone());
+            SegmentBuilder::new(&self.schema, self.dir.clone(), name)
+        });
         b.add(seq, doc);
-        if b.doc_count().is_multiple_of(64) && b.mem_bytes() >= self.budget_per_thread {
+        if b.nearly_full()
+            || (b.doc_count().is_multiple_of(64) && b.mem_bytes() >= self.budget_per_thread)
+        {
             self.flush(builder.take().expect("builder"));
         }
     }
@@ -264,6 +278,7 @@ impl IndexWriter {
             schema,
             next_segment: AtomicU64::new(commit.next_segment),
             flushed: Mutex::new(Vec::new()),
+            building: Mutex::new(HashSet::new()),
             failure: Mutex::new(None),
             budget_per_thread: (opts.ram_budget_bytes / threads).max(1 << 20),
         });
@@ -664,6 +679,9 @@ impl IndexWriter {
             );
         }
         keep.extend(held_files(dir.path()));
+        for name in self.shared.building.lock().expect("building set").iter() {
+            keep.insert(SegmentMeta::file_name(name, "store"));
+        }
         if let Some(r) = &self.running {
             keep.extend(r.output_files());
         }
@@ -803,6 +821,15 @@ impl Drop for IndexWriter {
                 let _ = h.join();
             }
         }
+        // In-memory segments are dropped: their partly written files go with the rest.
+        if let Workers::Inline(b) = &mut self.workers {
+            *b = None;
+        }
+        self.shared
+            .building
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         if let Some(r) = self.running.take() {
             // Wait for the merge thread; its output is not committed and goes with the rest.
             let _ = r.install(&mut Vec::new());
@@ -842,6 +869,118 @@ fn worker(shared: Arc<Shared>, rx: Receiver<Msg>) {
                 }
                 let _ = ack.send(());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Documents with this many bytes of hard-to-compress text each.
+    fn noisy_doc(schema: &Schema, i: u64, words: usize) -> Document {
+        let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut body = String::new();
+        for _ in 0..words {
+            for _ in 0..6 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                body.push((b'a' + (x % 26) as u8) as char);
+            }
+            body.push(' ');
+        }
+        let mut d = Document::new();
+        d.add(schema, "id", FieldValue::Int(i as i64)).unwrap();
+        d.add(schema, "body", FieldValue::Str(body)).unwrap();
+        d
+    }
+
+    /// The stored fields file of a segment still being built is written out as it fills, and
+    /// clean-up (as a failed merge runs it while documents are being added) leaves it alone.
+    #[test]
+    fn stored_fields_of_a_building_segment_survive_clean_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::builder().integer("id").text("body", true).build();
+        let opts = WriterOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+        for i in 0..2000 {
+            w.add_document(noisy_doc(&schema, i, 300)).unwrap();
+        }
+        let store = tmp.path().join("s000000.store");
+        assert!(
+            std::fs::metadata(&store).unwrap().len() > 1 << 20,
+            "stored blocks are written out before the flush"
+        );
+        w.delete_unreferenced().unwrap();
+        assert!(store.exists());
+        let stats = w.commit().unwrap();
+        assert_eq!((stats.docs, stats.segments), (2000, 1));
+        drop(w);
+        let index = Index::open(tmp.path()).unwrap();
+        let seg = &index.segments()[0];
+        for d in [0u32, 999, 1999] {
+            let want = noisy_doc(&schema, u64::from(d), 300);
+            let got = seg.stored_fields(d).unwrap();
+            assert_eq!(got["id"].as_i64(), Some(i64::from(d)));
+            let FieldValue::Str(body) = &want.values[1].1 else {
+                unreachable!()
+            };
+            assert_eq!(got["body"].as_str(), Some(body.as_str()));
+        }
+    }
+
+    /// A writer dropped without committing removes the partly written files of its in-memory
+    /// segment.
+    #[test]
+    fn a_dropped_writer_leaves_no_partial_stored_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::builder().integer("id").text("body", true).build();
+        let opts = WriterOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+        for i in 0..2000 {
+            w.add_document(noisy_doc(&schema, i, 300)).unwrap();
+        }
+        assert!(tmp.path().join("s000000.store").exists());
+        drop(w);
+        assert!(!tmp.path().join("s000000.store").exists());
+    }
+
+    /// A small RAM budget flushes several segments; every document is in exactly one of them.
+    #[test]
+    fn a_small_budget_flushes_segments_that_hold_every_document() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::builder().integer("id").text("body", true).build();
+        let opts = WriterOptions {
+            threads: 2,
+            ram_budget_bytes: 2 << 20,
+            merge_policy: MergePolicy::None,
+            ..Default::default()
+        };
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+        for i in 0..3000 {
+            w.add_document(noisy_doc(&schema, i, 100)).unwrap();
+        }
+        let stats = w.commit().unwrap();
+        assert_eq!(stats.docs, 3000);
+        assert!(stats.segments > 2, "{} segments", stats.segments);
+        drop(w);
+        let index = Index::open(tmp.path()).unwrap();
+        let s = index.searcher();
+        for i in [0i64, 1234, 2999] {
+            let q = s.parse_query(&format!("id:{i}"), &["body"]).unwrap();
+            let r = s.search(&q, 2, crate::SearchMode::TopCount).unwrap();
+            assert_eq!(r.total_hits, 1, "id {i}");
+            assert_eq!(
+                s.stored_fields(r.top[0].doc).unwrap()["id"].as_i64(),
+                Some(i)
+            );
         }
     }
 }

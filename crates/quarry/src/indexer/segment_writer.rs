@@ -13,10 +13,18 @@ use crate::codec::terms::TermsWriter;
 use crate::schema::Schema;
 use crate::{Error, Result};
 
-/// Collects a segment's structures in memory, then writes and fsyncs its files.
+/// Postings and positions bytes are written out whenever this many are buffered.
+const SPILL_BYTES: usize = 1 << 20;
+/// Finished stored blocks are written out whenever this many bytes of them are buffered.
+pub const STORED_SPILL_BYTES: usize = 1 << 20;
+
+/// Collects a segment's small structures in memory and streams its postings and positions to
+/// their files as they are encoded, then writes and fsyncs every file.
 pub struct SegmentFileWriter {
     schema: Schema,
     postings: PostingsWriter,
+    post_file: FileSink,
+    pos_file: FileSink,
     terms_file: Vec<u8>,
     norms_file: Vec<u8>,
     fields: Vec<FieldMeta>,
@@ -26,8 +34,11 @@ pub struct SegmentFileWriter {
 }
 
 impl SegmentFileWriter {
-    pub fn new(schema: &Schema) -> Self {
-        Self {
+    /// Starts segment `name` in `dir` (its postings and positions files are created now).
+    pub fn new(schema: &Schema, dir: &dyn Directory, name: &str) -> Result<Self> {
+        Ok(Self {
+            post_file: FileSink::create(dir, &SegmentMeta::file_name(name, "post"))?,
+            pos_file: FileSink::create(dir, &SegmentMeta::file_name(name, "pos"))?,
             schema: schema.clone(),
             postings: PostingsWriter::new(
                 format::begin(format::KIND_POSTINGS),
@@ -38,7 +49,7 @@ impl SegmentFileWriter {
             fields: vec![FieldMeta::default(); schema.fields().len()],
             current: None,
             avgdl: vec![1.0; schema.fields().len()],
-        }
+        })
     }
 
     /// Starts the terms of `field` (fields in increasing id order).
@@ -69,6 +80,14 @@ impl SegmentFileWriter {
         fm.unique_terms += 1;
         fm.sum_doc_freq += docs.len() as u64;
         fm.sum_total_term_freq += freqs.iter().map(|&f| u64::from(f)).sum::<u64>();
+        if self.postings.post.len() >= SPILL_BYTES {
+            self.post_file.write(&self.postings.post)?;
+            self.postings.post_written();
+        }
+        if self.postings.pos.len() >= SPILL_BYTES {
+            self.pos_file.write(&self.postings.pos)?;
+            self.postings.pos_written();
+        }
         Ok(())
     }
 
@@ -98,24 +117,37 @@ impl SegmentFileWriter {
         self.norms_file.extend_from_slice(norms);
     }
 
-    /// Writes every file of segment `name`, fsyncs them, and writes the meta file last.
+    /// Writes every file of segment `name` (the one given to [`new`](Self::new)), fsyncs them,
+    /// and writes the meta file last.
+    /// `stored_file` holds what was written out of `stored` already, if anything.
+    #[allow(clippy::too_many_arguments)]
     pub fn finish(
-        self,
+        mut self,
         dir: &dyn Directory,
         name: &str,
         doc_count: u32,
         seq_runs: Vec<(u32, u64)>,
         stored: StoredWriter,
+        stored_file: Option<StoredFile>,
     ) -> Result<SegmentMeta> {
         let (stored_parts, stored_index_offset, stored_blocks) = stored.finish();
-        let contents: [(&str, Vec<Vec<u8>>); 5] = [
-            ("terms", vec![self.terms_file]),
-            ("post", vec![self.postings.post]),
-            ("pos", vec![self.postings.pos]),
-            ("norms", vec![self.norms_file]),
-            ("store", stored_parts),
-        ];
         let mut files = BTreeMap::new();
+        let mut stored_file = match stored_file {
+            Some(f) => f,
+            None => StoredFile::create(dir, name)?,
+        };
+        for p in &stored_parts {
+            stored_file.sink.write(p)?;
+        }
+        files.insert("store".to_string(), stored_file.sink.finish()?);
+        self.post_file.write(&self.postings.post)?;
+        files.insert("post".to_string(), self.post_file.finish()?);
+        self.pos_file.write(&self.postings.pos)?;
+        files.insert("pos".to_string(), self.pos_file.finish()?);
+        let contents: [(&str, Vec<Vec<u8>>); 2] = [
+            ("terms", vec![self.terms_file]),
+            ("norms", vec![self.norms_file]),
+        ];
         for (ext, parts) in contents {
             let file = SegmentMeta::file_name(name, ext);
             let fm = write_parts(dir, &file, &parts)?;
@@ -136,37 +168,93 @@ impl SegmentFileWriter {
     }
 }
 
+/// The stored fields file of a segment being built, written out block by block while documents
+/// are added (see [`StoredWriter::take_parts`]) so that it need not be held in memory.
+pub struct StoredFile {
+    sink: FileSink,
+}
+
+impl StoredFile {
+    /// Creates the stored fields file of segment `name`.
+    pub fn create(dir: &dyn Directory, name: &str) -> Result<Self> {
+        Ok(Self {
+            sink: FileSink::create(dir, &SegmentMeta::file_name(name, "store"))?,
+        })
+    }
+
+    /// Writes out the finished blocks of `stored`.
+    pub fn write_pending(&mut self, stored: &mut StoredWriter) -> Result<()> {
+        for p in stored.take_parts() {
+            self.sink.write(&p)?;
+        }
+        Ok(())
+    }
+}
+
+/// A data file being written front to back: its CRC32C and per-chunk checksums are computed
+/// on the way; [`finish`](Self::finish) appends the chunk checksum table (format v3) and the
+/// footer, and fsyncs.
+struct FileSink {
+    w: Box<dyn quarry_store::FileWriter>,
+    path: std::path::PathBuf,
+    crc: u32,
+    len: u64,
+    chunks: quarry_codecs::ChunkSums,
+}
+
+impl FileSink {
+    fn create(dir: &dyn Directory, name: &str) -> Result<Self> {
+        Ok(Self {
+            w: dir.create(name)?,
+            path: dir.path().join(name),
+            crc: 0,
+            len: 0,
+            chunks: quarry_codecs::ChunkSums::new(),
+        })
+    }
+
+    fn io(&self, e: std::io::Error) -> Error {
+        Error::Store(quarry_store::StoreError::Io {
+            op: "write",
+            path: self.path.clone(),
+            source: e,
+        })
+    }
+
+    /// Appends file body bytes (the first ones are the file's header).
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.w.write_all(bytes).map_err(|e| self.io(e))?;
+        self.crc = quarry_codecs::checksum::crc32c_append(self.crc, bytes);
+        self.chunks.update(bytes);
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<FileMeta> {
+        // Format v3: the per-chunk checksum table and its trailer, before the footer.
+        let table = std::mem::take(&mut self.chunks).finish();
+        self.write(&table)?;
+        let magic = quarry_codecs::framing::FOOTER_MAGIC.to_le_bytes();
+        self.crc = quarry_codecs::checksum::crc32c_append(self.crc, &magic);
+        let mut footer = magic.to_vec();
+        footer.extend_from_slice(&self.crc.to_le_bytes());
+        self.w.write_all(&footer).map_err(|e| self.io(e))?;
+        self.w.finish()?;
+        Ok(FileMeta {
+            len: self.len + 8,
+            crc: self.crc,
+        })
+    }
+}
+
 /// Creates `name`, writes the parts (which start with the file's header), the chunk checksum
 /// table (format v3) and the footer, with the CRCs computed on the way, and fsyncs.
 fn write_parts(dir: &dyn Directory, name: &str, parts: &[Vec<u8>]) -> Result<FileMeta> {
-    let io = |e| {
-        Error::Store(quarry_store::StoreError::Io {
-            op: "write",
-            path: dir.path().join(name),
-            source: e,
-        })
-    };
-    let mut w = dir.create(name)?;
-    let mut crc = 0u32;
-    let mut len = 0u64;
-    let mut chunks = quarry_codecs::ChunkSums::new();
+    let mut sink = FileSink::create(dir, name)?;
     for p in parts {
-        w.write_all(p).map_err(io)?;
-        crc = quarry_codecs::checksum::crc32c_append(crc, p);
-        chunks.update(p);
-        len += p.len() as u64;
+        sink.write(p)?;
     }
-    // Format v3: the per-chunk checksum table and its trailer, before the footer.
-    let table = chunks.finish();
-    w.write_all(&table).map_err(io)?;
-    crc = quarry_codecs::checksum::crc32c_append(crc, &table);
-    len += table.len() as u64;
-    let magic = quarry_codecs::framing::FOOTER_MAGIC.to_le_bytes();
-    crc = quarry_codecs::checksum::crc32c_append(crc, &magic);
-    w.write_all(&magic).map_err(io)?;
-    w.write_all(&crc.to_le_bytes()).map_err(io)?;
-    w.finish()?;
-    Ok(FileMeta { len: len + 8, crc })
+    sink.finish()
 }
 
 /// Creates `name`, writes `bytes` and fsyncs.

@@ -7,8 +7,13 @@ use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
 /// Appends term entries to the postings and positions byte streams of one segment.
 pub struct PostingsWriter {
     codec: BlockCodec,
+    /// The postings bytes not yet written out (see [`post_written`](Self::post_written)).
     pub post: Vec<u8>,
+    /// The positions bytes not yet written out (see [`pos_written`](Self::pos_written)).
     pub pos: Vec<u8>,
+    /// Bytes written out from the front of `post` and `pos` so far (offsets stay file offsets).
+    post_taken: u64,
+    pos_taken: u64,
     blocks: Vec<u8>,
     skips: Vec<u8>,
     doc_buf: [u32; BLOCK],
@@ -22,11 +27,36 @@ impl PostingsWriter {
             codec: BlockCodec::new(),
             post: post_header,
             pos: pos_header,
+            post_taken: 0,
+            pos_taken: 0,
             blocks: Vec::new(),
             skips: Vec::new(),
             doc_buf: [0; BLOCK],
             freq_buf: [0; BLOCK],
         }
+    }
+
+    /// The postings file's length so far.
+    fn post_len(&self) -> u64 {
+        self.post_taken + self.post.len() as u64
+    }
+
+    /// The positions file's length so far.
+    fn pos_len(&self) -> u64 {
+        self.pos_taken + self.pos.len() as u64
+    }
+
+    /// Drops the postings bytes buffered so far, once the caller has written them out (in
+    /// order), so that a large segment need not hold its whole postings file in memory.
+    pub fn post_written(&mut self) {
+        self.post_taken += self.post.len() as u64;
+        self.post.clear();
+    }
+
+    /// Drops the buffered positions bytes, as [`post_written`](Self::post_written).
+    pub fn pos_written(&mut self) {
+        self.pos_taken += self.pos.len() as u64;
+        self.pos.clear();
     }
 
     /// Writes one term. `docs` strictly increasing; `freqs[i] >= 1`; `positions` holds, for each
@@ -45,8 +75,8 @@ impl PostingsWriter {
     ) -> u64 {
         debug_assert_eq!(docs.len(), freqs.len());
         debug_assert!(!docs.is_empty());
-        let entry_offset = self.post.len() as u64;
-        let pos_start = self.pos.len() as u64;
+        let entry_offset = self.post_len();
+        let pos_start = self.pos_len();
         let df = docs.len();
         let n_blocks = df.div_ceil(BLOCK);
         self.blocks.clear();
@@ -60,7 +90,7 @@ impl PostingsWriter {
             let block_docs = &docs[lo..hi];
             let block_freqs = &freqs[lo..hi];
             let doc_off = self.blocks.len() as u32;
-            let pos_off = self.pos.len() as u64 - pos_start;
+            let pos_off = self.pos_len() - pos_start;
             let mut impact = Impact::default();
             for (&d, &f) in block_docs.iter().zip(block_freqs) {
                 impact.merge(f, norm(d));
@@ -137,7 +167,8 @@ impl PostingsWriter {
         self.post.push(term_impact.min_norm);
         if positions.is_some() {
             varint::write_u64(&mut self.post, pos_start);
-            varint::write_u64(&mut self.post, self.pos.len() as u64 - pos_start);
+            let pos_len = self.pos_len() - pos_start;
+            varint::write_u64(&mut self.post, pos_len);
         }
         varint::write_u64(&mut self.post, self.blocks.len() as u64);
         self.post.extend_from_slice(&self.skips);
