@@ -486,7 +486,7 @@ impl SegmentReader {
         let read = self.files.store.read_many(&ranges)?;
         let decoded = read
             .iter()
-            .map(|bytes| decode_block(name, bytes))
+            .map(|bytes| decode_block(name, self.files.store.version(), bytes))
             .collect::<Result<Vec<_>>>()?;
         docs.iter()
             .map(|&doc| {
