@@ -54,8 +54,10 @@ fn ms(us: f64) -> String {
         format!("{v:.0}")
     } else if v >= 10.0 {
         format!("{v:.1}")
-    } else {
+    } else if v >= 1.0 {
         format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
     }
 }
 
@@ -504,7 +506,7 @@ fn conclusion(
         let all = lim.iter().all(|(_, _, r)| *r <= 0.5);
         let cells: Vec<String> = lim
             .iter()
-            .map(|(c, l, r)| format!("{c} {r:.2}x ({l})"))
+            .map(|(c, l, r)| format!("{c} {r:.3}x ({l})"))
             .collect();
         let _ = writeln!(
             md,

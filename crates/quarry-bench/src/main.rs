@@ -1,7 +1,7 @@
 //! quarry-bench: side-by-side benchmarks of quarry, Lucene, Tantivy and SeekStorm.
 //!
 //! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
-//! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
+//! `quarry-bench driver <engine> <index|query|merge|coldstart|probe>` is one engine's driver process (spawned
 //! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`),
 //! `quarry-bench codecs` the codec micro-benchmark. See `bench/README.md`.
 // Argument doc comments are clap's `--help` text, printed as plain text: `<repo>` there is a

@@ -69,10 +69,10 @@ final class LuceneProbe {
     long t0 = System.nanoTime();
     try (Directory dir = openDir(indexDir, kind);
         DirectoryReader reader = DirectoryReader.open(dir)) {
-      IndexSearcher searcher = new IndexSearcher(reader);
-      searcher.setQueryCache(null);
+      IndexSearcher base = new IndexSearcher(reader);
+      base.setQueryCache(null);
       double openUs = (System.nanoTime() - t0) / 1e3;
-      StoredFields stored = searcher.storedFields();
+      StoredFields stored = base.storedFields();
       List<Query> queries = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         samples.add(new ArrayList<>());
@@ -87,6 +87,13 @@ final class LuceneProbe {
         for (int i = 0; i < n; i++) {
           Query q = queries.get(i);
           if (q == null) continue;
+          // With a deadline, a fresh searcher per search: IndexSearcher.timedOut() stays true
+          // once any search has timed out, so a shared one would flag every later search.
+          IndexSearcher searcher = base;
+          if (deadlineMs >= 0) {
+            searcher = new IndexSearcher(reader);
+            searcher.setQueryCache(null);
+          }
           long s0 = System.nanoTime();
           if (deadlineMs >= 0) searcher.setTimeout(new QueryTimeoutImpl(deadlineMs));
           switch (mode) {
