@@ -11,8 +11,9 @@
 //!    warm, evicted and memory-limited (cgroup) latency per class, cold start, memory, disk
 //!    bytes, and the Marginalia lookup and execution benchmarks (`io_w2`, `io_w2_report`).
 //!
-//! Run time: about 20 minutes with the defaults on the 2-core machine (W2 prepared and indexed
-//! once, kept under `bench/results/tmp/`), 2-3 minutes with `--quick`.
+//! Run time on the 2-core machine at load average 12-16: 11 minutes with the defaults when the
+//! three W2 indexes are built first, 8 minutes when they are reused (kept under
+//! `bench/results/tmp/io/`); about 80 s with `--quick`.
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
