@@ -45,7 +45,8 @@ pub struct DriverRun {
     pub records: Vec<Value>,
     /// Wall time from just before spawn to the first complete stdout line, µs.
     pub spawn_to_first_line_us: Option<f64>,
-    /// ru_maxrss of the child (bytes) and its major faults, from wait4.
+    /// ru_maxrss of the child (bytes) and its major faults, from wait4. The ru_maxrss carries the
+    /// parent's high-water mark over fork/exec, so reports use the driver's own `VmHWM` instead.
     pub child_maxrss_bytes: u64,
     pub child_major_faults: u64,
     pub wall_seconds: f64,
