@@ -30,6 +30,14 @@ pub fn engine_color(engine: &str) -> RGBColor {
         "quarry" => RGBColor(230, 120, 20),
         "tantivy" => RGBColor(40, 110, 200),
         "lucene" => RGBColor(60, 160, 70),
+        // The I/O study's engine/directory pairs: shades of the engine's colour.
+        "quarry-mmap" => RGBColor(230, 120, 20),
+        "quarry-pread" => RGBColor(250, 175, 90),
+        "quarry-direct" => RGBColor(170, 70, 0),
+        "quarry-adaptive" => RGBColor(200, 40, 40),
+        "tantivy-mmap" => RGBColor(40, 110, 200),
+        "lucene-mmap" => RGBColor(60, 160, 70),
+        "lucene-niofs" => RGBColor(140, 200, 120),
         _ => RGBColor(120, 120, 120),
     }
 }

@@ -1,17 +1,19 @@
-//! Which read path is fastest on this machine, and for which read sizes: the `io` subcommand.
+//! Which read path is fastest on this machine, for which read sizes, and for which engine and
+//! directory on W2 cached, evicted or confined to less memory than the index: `quarry-bench io`.
 //!
-//! Three studies, one Markdown report (`bench/results/io-<date>.md` unless `--out`):
+//! One Markdown report (`bench/results/io-w2-<date>.md` unless `--out`) with charts beside it:
 //! 1. read sizes: `O_DIRECT` `pread` latency and throughput for 4 KiB .. 1 MiB at random aligned
-//!    offsets of a large file (generated once under `bench/results/tmp/io/`, or `--file`), plus
-//!    batches of 64 random reads through io_uring against one `pread` after another;
-//! 2. pin or copy: single-page reads from a warm direct-I/O buffer pool handed out as pinned views
+//!    offsets of a large file (generated once under `bench/results/tmp/io/`, or `--file`);
+//! 2. batches of 64 random reads through io_uring against one `pread` after another;
+//! 3. pin or copy: single-page reads from a warm direct-I/O buffer pool handed out as pinned views
 //!    against copied out (the choice `DirectOptions::copy_out` makes);
-//! 3. per directory mode (`--modes`), the W1 queries through the quarry driver: per-class latency
-//!    with a warm cache, and with the index evicted (fsync + `POSIX_FADV_DONTNEED` on every file,
-//!    then a fresh open) before every query, with the open time and the bytes read from disk.
+//! 4. W2 per quarry directory mode, Tantivy (mmap) and Lucene (MMapDirectory, NIOFSDirectory):
+//!    warm, evicted and memory-limited (cgroup) latency per class, cold start, memory, disk
+//!    bytes, and the Marginalia lookup and execution benchmarks (`io_w2`, `io_w2_report`).
 //!
-//! Run time: about 2 minutes with the defaults on the 2-core machine (the file is written once),
-//! about 30 s with `--quick`.
+//! Run time on the 2-core machine at load average 12-16: 11 minutes with the defaults when the
+//! three W2 indexes are built first, 8 minutes when they are reused (kept under
+//! `bench/results/tmp/io/`); about 80 s with `--quick`.
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -19,16 +21,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use quarry::DirectoryKind;
 use quarry_store::{
     AlignedBuf, BatchMode, DirectDirectory, DirectOptions, Directory, FileHandle, PreadDirectory,
 };
 
-use crate::drivers::quarry::Quarry;
-use crate::drivers::{load_docs, SearchEngine};
-use crate::measure::{self, summarize};
-use crate::protocol::Mode;
-use crate::workload;
+use crate::io_w2::{self, W2Settings};
+use crate::measure::summarize;
 
 #[derive(Debug, clap::Args)]
 pub struct IoArgs {
@@ -47,16 +45,38 @@ pub struct IoArgs {
     /// Random reads per read size.
     #[arg(long, default_value_t = 400)]
     pub reads: usize,
-    /// Directory modes of the query study.
+    /// quarry directory modes of the W2 study.
     #[arg(long, default_value = "mmap,pread,direct,adaptive")]
     pub modes: String,
-    /// Timed warm runs per query.
+    /// Peers of the W2 study (tantivy, lucene; empty for none).
+    #[arg(long, default_value = "tantivy,lucene")]
+    pub peers: String,
+    /// Sampled W2 queries per class (warm and memory-limited runs).
     #[arg(long, default_value_t = 20)]
-    pub warm_iters: usize,
-    /// Evicted runs per query.
-    #[arg(long, default_value_t = 3)]
-    pub cold_iters: usize,
-    /// Smoke run: a 256 MiB file, 100 reads per size, 5 warm and 1 evicted run per query.
+    pub per_class: usize,
+    /// Sampled queries per class for the evicted runs (one process each).
+    #[arg(long, default_value_t = 4)]
+    pub evicted_per_class: usize,
+    /// Timed warm rounds (after 2 untimed ones).
+    #[arg(long, default_value_t = 5)]
+    pub warm_rounds: u64,
+    /// Timed memory-limited rounds (after 1 untimed one).
+    #[arg(long, default_value_t = 2)]
+    pub limited_rounds: u64,
+    /// Queries of each Marginalia benchmark (lookup: intersection, execution: phrase).
+    #[arg(long, default_value_t = 20)]
+    pub bench_queries: usize,
+    /// Page cache the memory limit leaves each driver, as a fraction of its index size.
+    #[arg(long, default_value_t = 0.25)]
+    pub cache_fraction: f64,
+    /// Time budget of the execution benchmark, ms.
+    #[arg(long, default_value_t = 150)]
+    pub deadline_ms: u64,
+    /// The Lucene driver jar (default: bench/lucene/target, rebuilt when older than its sources).
+    #[arg(long)]
+    pub lucene_jar: Option<PathBuf>,
+    /// Smoke run: a 256 MiB file, 100 reads per size; W2 --quick (50,000 paragraphs), 3 queries
+    /// per class, 1 evicted per class, 2 warm and 1 limited timed rounds, 5 benchmark queries.
     #[arg(long)]
     pub quick: bool,
 }
@@ -88,8 +108,11 @@ pub fn run(mut args: IoArgs) -> Result<()> {
     if args.quick {
         args.file_mb = args.file_mb.min(256);
         args.reads = args.reads.min(100);
-        args.warm_iters = args.warm_iters.min(5);
-        args.cold_iters = args.cold_iters.min(1);
+        args.per_class = args.per_class.min(3);
+        args.evicted_per_class = args.evicted_per_class.min(1);
+        args.warm_rounds = args.warm_rounds.min(2);
+        args.limited_rounds = args.limited_rounds.min(1);
+        args.bench_queries = args.bench_queries.min(5);
     }
     let started = Instant::now();
     let repo = args
@@ -98,11 +121,31 @@ pub fn run(mut args: IoArgs) -> Result<()> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     let tmp = repo.join("bench/results/tmp/io");
     std::fs::create_dir_all(&tmp)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let dir = if args.quick {
+            repo.join("target/bench-quick")
+        } else {
+            repo.join("bench/results")
+        };
+        dir.join(format!(
+            "io-w2-{}{}.md",
+            crate::orchestrator::today(),
+            if args.quick { "-quick" } else { "" }
+        ))
+    });
+    let out_dir = out.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&out_dir)?;
+    let stem = out
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("io")
+        .to_string();
+    let load_start = crate::orchestrator::loadavg();
     let mut md = String::new();
     let commit = crate::orchestrator::git_head(&repo);
     md += &format!(
         "# I/O study ({})\n\nCommit `{commit}`; command `quarry-bench io{}`; machine: {} cores, \
-         {:.1} GiB available memory; kernel {}.\n\n",
+         {:.1} GiB available memory; kernel {}; load average at start {load_start}.\n\n",
         crate::orchestrator::today(),
         if args.quick { " --quick" } else { "" },
         std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -122,19 +165,44 @@ pub fn run(mut args: IoArgs) -> Result<()> {
     md += &batched(&big, args.reads)?;
     eprintln!("io: pin or copy");
     md += &pin_or_copy(&big)?;
-    eprintln!("io: query latency per directory mode");
-    md += &modes(&repo, &tmp, &args)?;
+
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect()
+    };
+    let modes = list(&args.modes);
+    for m in &modes {
+        m.parse::<quarry::DirectoryKind>()
+            .map_err(|e| anyhow::anyhow!("--modes: {e}"))?;
+    }
+    let settings = W2Settings {
+        quick: args.quick,
+        modes,
+        peers: list(&args.peers),
+        per_class: args.per_class,
+        evicted_per_class: args.evicted_per_class,
+        warm_rounds: args.warm_rounds,
+        limited_rounds: args.limited_rounds,
+        bench_queries: args.bench_queries,
+        cache_fraction: args.cache_fraction,
+        deadline_ms: args.deadline_ms,
+        lucene_jar: args.lucene_jar.clone(),
+    };
+    anyhow::ensure!(
+        args.cache_fraction > 0.0 && args.cache_fraction < 1.0,
+        "--cache-fraction must be between 0 and 1 (the limit must be smaller than the index)"
+    );
+    let work = tmp.join(if args.quick { "w2-quick" } else { "w2" });
+    let study = io_w2::run(&repo, &work, &settings)?;
+    md += &crate::io_w2_report::render(&study, &settings, &out_dir, &stem)?;
 
     md += &format!(
-        "\nThe whole study took {:.0} s.\n",
-        started.elapsed().as_secs_f64()
+        "\nThe whole study took {:.0} s; load average at the end {}.\n",
+        started.elapsed().as_secs_f64(),
+        crate::orchestrator::loadavg()
     );
-    let out = args.out.clone().unwrap_or_else(|| {
-        repo.join(format!(
-            "bench/results/io-{}.md",
-            crate::orchestrator::today()
-        ))
-    });
     std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
     println!("{}", out.display());
     Ok(())
@@ -307,131 +375,6 @@ fn pin_or_copy(path: &Path) -> Result<String> {
         let ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
         std::hint::black_box(sum);
         out += &format!("| {copy_out} | {ns:.0} |\n");
-    }
-    Ok(out + "\n")
-}
-
-fn evict(dir: &Path) -> Result<()> {
-    let d = PreadDirectory::open(dir)?;
-    for name in d.list()? {
-        d.open(&name)?.evict_from_cache()?;
-    }
-    Ok(())
-}
-
-/// `read_bytes` of `/proc/self/io`: bytes this process caused to be read from storage.
-fn disk_read_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/io")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("read_bytes:")?.trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn modes(repo: &Path, tmp: &Path, args: &IoArgs) -> Result<String> {
-    let w1 = workload::prepare("w1", repo, &repo.join("bench/results/tmp"), false)?;
-    let index = tmp.join("w1-quarry");
-    if index.exists() {
-        std::fs::remove_dir_all(&index)?;
-    }
-    std::fs::create_dir_all(&index)?;
-    Quarry::index(&index, load_docs(&w1.docs_path)?, 1, 256)?;
-    let bytes = measure::dir_bytes(&index);
-    let kinds: Vec<DirectoryKind> = args
-        .modes
-        .split(',')
-        .map(|m| m.trim().parse().map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
-    let classes: Vec<&str> = workload::CLASSES
-        .iter()
-        .copied()
-        .filter(|c| w1.queries.iter().any(|q| q.class == *c))
-        .collect();
-    let mut out = format!(
-        "## 4. W1 queries per directory mode\n\n\
-         {} queries, index {:.1} MB, top 10 with stored ids (search + stored fields), one \
-         thread. *warm*: mean over queries of the median of {} runs after 3 untimed ones. \
-         *evicted*: every index file fsynced and dropped from the page cache \
-         (`POSIX_FADV_DONTNEED`), the index opened anew (open time apart), then one search; mean \
-         over queries and {} round(s). Disk bytes: `/proc/self/io` `read_bytes` per evicted \
-         search, open included.\n\n",
-        w1.queries.len(),
-        bytes as f64 / 1e6,
-        args.warm_iters,
-        args.cold_iters
-    );
-    out += "| mode | cache |";
-    for c in &classes {
-        out += &format!(" {c} µs |");
-    }
-    out += " open ms | disk KB per search |\n|---|---|";
-    out += &"---|".repeat(classes.len() + 2);
-    out += "\n";
-    for kind in kinds {
-        eprintln!("io: mode {kind}");
-        let q = Quarry::open_with(&index, kind)?;
-        let parsed: Vec<_> = w1
-            .queries
-            .iter()
-            .map(|s| q.parse(&s.query))
-            .collect::<Result<_>>()?;
-        let once = |q: &Quarry, p: &quarry::query::Query| -> Result<f64> {
-            let t = Instant::now();
-            let outcome = q.search(p, Mode::Top10)?;
-            q.top(&outcome)?;
-            Ok(t.elapsed().as_secs_f64() * 1e6)
-        };
-        let mut warm = vec![Vec::new(); classes.len()];
-        for (spec, p) in w1.queries.iter().zip(&parsed) {
-            for _ in 0..3 {
-                once(&q, p)?;
-            }
-            let s: Vec<f64> = (0..args.warm_iters)
-                .map(|_| once(&q, p))
-                .collect::<Result<_>>()?;
-            let ci = classes
-                .iter()
-                .position(|c| *c == spec.class)
-                .expect("known class");
-            warm[ci].push(measure::median(&s));
-        }
-        drop(q);
-        let mut cold = vec![Vec::new(); classes.len()];
-        let (mut opens, mut disk) = (Vec::new(), Vec::new());
-        for _ in 0..args.cold_iters {
-            for spec in &w1.queries {
-                evict(&index)?;
-                let before = disk_read_bytes();
-                let t = Instant::now();
-                let q = Quarry::open_with(&index, kind)?;
-                opens.push(t.elapsed().as_secs_f64() * 1e3);
-                let p = q.parse(&spec.query)?;
-                let us = once(&q, &p)?;
-                disk.push((disk_read_bytes() - before) as f64 / 1e3);
-                let ci = classes
-                    .iter()
-                    .position(|c| *c == spec.class)
-                    .expect("known class");
-                cold[ci].push(us);
-            }
-        }
-        for (cache, rows) in [("warm", &warm), ("evicted", &cold)] {
-            out += &format!("| {kind} | {cache} |");
-            for r in rows.iter() {
-                out += &format!(" {:.0} |", measure::mean(r));
-            }
-            if cache == "warm" {
-                out += " | |\n";
-            } else {
-                out += &format!(
-                    " {:.1} | {:.0} |\n",
-                    measure::mean(&opens),
-                    measure::mean(&disk)
-                );
-            }
-        }
     }
     Ok(out + "\n")
 }

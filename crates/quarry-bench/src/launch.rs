@@ -45,14 +45,45 @@ pub struct DriverRun {
     pub records: Vec<Value>,
     /// Wall time from just before spawn to the first complete stdout line, µs.
     pub spawn_to_first_line_us: Option<f64>,
-    /// ru_maxrss of the child (bytes) and its major faults, from wait4.
+    /// ru_maxrss of the child (bytes) and its major faults, from wait4. The ru_maxrss carries the
+    /// parent's high-water mark over fork/exec, so reports use the driver's own `VmHWM` instead.
     pub child_maxrss_bytes: u64,
     pub child_major_faults: u64,
     pub wall_seconds: f64,
 }
 
 pub fn run_driver(launcher: &Launcher, args: &[OsString]) -> Result<DriverRun> {
+    run_driver_with(launcher, args, &[], None)
+}
+
+/// [`run_driver`] with extra environment variables and, with `cgroup_procs`, an fd of a memory
+/// cgroup's `cgroup.procs`: the child writes `0` to it between fork and exec, so the driver runs
+/// inside the group from its first instruction (every page it touches is charged there).
+pub fn run_driver_with(
+    launcher: &Launcher,
+    args: &[OsString],
+    env: &[(&str, &str)],
+    cgroup_procs: Option<std::os::fd::RawFd>,
+) -> Result<DriverRun> {
     let mut cmd = launcher.command(args)?;
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(fd) = cgroup_procs {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before exec and only calls write(2), which
+        // is async-signal-safe, on an fd the parent keeps open for the whole call; it allocates
+        // nothing and touches no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rc = libc::write(fd, b"0\n".as_ptr().cast(), 2);
+                if rc < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .stdin(Stdio::null());

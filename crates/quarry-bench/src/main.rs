@@ -1,7 +1,7 @@
 //! quarry-bench: side-by-side benchmarks of quarry, Lucene, Tantivy and SeekStorm.
 //!
 //! `quarry-bench run --workload w1|w2|all [--engines ...] [--quick]` runs the whole suite;
-//! `quarry-bench driver <engine> <index|query|coldstart>` is one engine's driver process (spawned
+//! `quarry-bench driver <engine> <index|query|merge|coldstart|probe>` is one engine's driver process (spawned
 //! by `run`, usable by hand); `quarry-bench io [--quick]` is the I/O study (`io_study.rs`),
 //! `quarry-bench codecs` the codec micro-benchmark. See `bench/README.md`.
 // Argument doc comments are clap's `--help` text, printed as plain text: `<repo>` there is a
@@ -10,11 +10,17 @@
 
 mod budget;
 mod cache;
+#[cfg(feature = "quarry-driver")]
+mod cgroup;
 mod charts;
 mod codecs;
 mod drivers;
 #[cfg(feature = "quarry-driver")]
 mod io_study;
+#[cfg(feature = "quarry-driver")]
+mod io_w2;
+#[cfg(feature = "quarry-driver")]
+mod io_w2_report;
 mod launch;
 mod load;
 mod measure;
@@ -55,7 +61,8 @@ enum Cmd {
         /// bench/results/<date>-<workload>.json
         json: std::path::PathBuf,
     },
-    /// I/O study: read sizes, batched reads, pool pin vs copy, W1 latency per directory mode.
+    /// I/O study: read sizes, batched reads, pool pin vs copy; on W2 every quarry directory mode,
+    /// Tantivy and Lucene warm, evicted and memory-limited (bench/results/io-w2-<date>.md).
     #[cfg(feature = "quarry-driver")]
     Io(io_study::IoArgs),
     /// Replay adds, deletes, updates and merges on Reuters through quarry and Lucene and compare

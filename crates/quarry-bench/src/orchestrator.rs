@@ -483,11 +483,12 @@ fn run_engine(
             rec["index_resident_bytes_at_spawn"] = json!(resident_before);
             rec["eviction"] = evicted;
             eprintln!(
-                "[{}/{name}] coldstart {cache}: spawn->result {:.0} us, open->result {:.0} us, majflt {}",
+                "[{}/{name}] coldstart {cache}: spawn->result {:.0} us, open->result {:.0} us, majflt {}, driver VmHWM {:.1} MiB",
                 p.name,
                 r.spawn_to_first_line_us.unwrap_or(f64::NAN),
                 rec["open_to_first_result_us"].as_f64().unwrap_or(f64::NAN),
-                r.child_major_faults
+                r.child_major_faults,
+                rec["peak_rss_bytes"].as_f64().unwrap_or(f64::NAN) / 1048576.0
             );
             push(results, "coldstart", rec);
         }
@@ -690,7 +691,7 @@ pub fn today() -> String {
 }
 
 /// `/proc/loadavg` (1, 5 and 15 minute load averages), to show whether the machine was busy.
-fn loadavg() -> String {
+pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()

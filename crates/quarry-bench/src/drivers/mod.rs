@@ -5,6 +5,7 @@
 //! is here, so the Rust drivers are measured identically. The Lucene driver (Java, in
 //! `bench/lucene/`) follows the same rules, written down in `bench/README.md`.
 
+pub mod probe;
 pub mod tantivy;
 
 #[cfg(feature = "quarry-driver")]
@@ -64,6 +65,21 @@ pub enum DriverCmd {
         #[arg(long, default_value_t = 1)]
         max_segments: u64,
     },
+    /// Open the index, run every query of Q.jsonl once per round (round-robin) in one mode and print
+    /// one `probe` record per query with every sample, then a `probe_end` record (I/O study).
+    Probe {
+        #[arg(long)]
+        index: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long, default_value = "top10")]
+        mode: String,
+        #[arg(long, default_value_t = 1)]
+        rounds: u64,
+        /// Stop each search after this many ms where the engine supports a deadline.
+        #[arg(long)]
+        deadline_ms: Option<u64>,
+    },
     /// Open the index, answer one query (top 10 with stored ids) and print a `coldstart` record.
     Coldstart {
         #[arg(long)]
@@ -99,6 +115,19 @@ pub trait SearchEngine: Sized {
     fn open(dir: &Path) -> Result<Self>;
     fn parse(&self, query: &str) -> Result<Self::Query>;
     fn search(&self, query: &Self::Query, mode: Mode) -> Result<Self::Outcome>;
+    /// Whether [`SearchEngine::search_until`] honours its deadline.
+    const SUPPORTS_DEADLINE: bool = false;
+    /// `search` that stops at `deadline` where the engine can (then the outcome holds what was
+    /// found so far and the flag is true); engines without a deadline run to the end.
+    fn search_until(
+        &self,
+        query: &Self::Query,
+        mode: Mode,
+        deadline: Option<Instant>,
+    ) -> Result<(Self::Outcome, bool)> {
+        let _ = deadline;
+        Ok((self.search(query, mode)?, false))
+    }
     /// (hits, exact?)
     fn hits(outcome: &Self::Outcome) -> (u64, bool);
     /// Top hits with their stored `id`, in rank order.
@@ -143,6 +172,13 @@ pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
             let rec = merge_cmd::<E>(&index, max_segments)?;
             protocol::emit(&rec)
         }
+        DriverCmd::Probe {
+            index,
+            queries,
+            mode,
+            rounds,
+            deadline_ms,
+        } => probe::probe_cmd::<E>(&index, &queries, Mode::parse(&mode)?, rounds, deadline_ms),
         DriverCmd::Coldstart { index, query } => {
             let rec = coldstart_cmd::<E>(&index, &query)?;
             protocol::emit(&rec)

@@ -13,8 +13,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use quarry::query::Query;
 use quarry::{
-    DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchResult,
-    Searcher, WriterOptions,
+    DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchOptions,
+    SearchResult, Searcher, WriterOptions,
 };
 
 use super::{IndexConfig, SearchEngine};
@@ -132,6 +132,21 @@ impl SearchEngine for Quarry {
 
     fn search(&self, query: &Query, m: Mode) -> Result<SearchResult> {
         Ok(self.searcher.search(query, 10, mode(m))?)
+    }
+
+    const SUPPORTS_DEADLINE: bool = true;
+
+    fn search_until(
+        &self,
+        query: &Query,
+        m: Mode,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<(SearchResult, bool)> {
+        let out = self
+            .searcher
+            .search_with(query, 10, mode(m), &SearchOptions { deadline })?;
+        let late = out.timed_out;
+        Ok((out, late))
     }
 
     fn hits(outcome: &SearchResult) -> (u64, bool) {

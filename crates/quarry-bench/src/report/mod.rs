@@ -475,7 +475,7 @@ fn coldstart_section(
         return Ok(());
     }
     writeln!(md, "## Cold start\n")?;
-    writeln!(md, "Medians over runs; index resident = bytes of the index in the page cache when the process was spawned (after warming or eviction).\n")?;
+    writeln!(md, "Medians over runs; index resident = bytes of the index in the page cache when the process was spawned (after warming or eviction). Peak RSS is the driver's own `VmHWM` (`/proc/self/status`, read at the end of the run), the largest over runs; `wait4`'s `ru_maxrss` is not used because it carries the orchestrator's high-water mark over fork/exec.\n")?;
     writeln!(md, "| engine | cache | runs | spawn → first result ms | open → first result ms | peak RSS | major faults | index resident at spawn | hits (top10: may be a lower bound) |")?;
     writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
     let caches = ["warm", "evicted"];
@@ -498,10 +498,7 @@ fn coldstart_section(
                 .map(|r| f(&r["open_to_first_result_us"]) / 1000.0)
                 .collect();
             let faults: Vec<f64> = rs.iter().map(|r| f(&r["child_major_faults"])).collect();
-            let rss = rs
-                .iter()
-                .map(|r| f(&r["child_maxrss_bytes"]))
-                .fold(0.0, f64::max);
+            let rss = rs.iter().map(|r| driver_peak_rss(r)).fold(0.0, f64::max);
             let resident: Vec<f64> = rs
                 .iter()
                 .map(|r| f(&r["index_resident_bytes_at_spawn"]))
@@ -555,10 +552,31 @@ fn coldstart_section(
     Ok(())
 }
 
+/// The peak RSS of a cold-start run: the driver's own `VmHWM` (`peak_rss_bytes`). Records written
+/// before drivers reported it fall back to `wait4`'s `ru_maxrss` (`child_maxrss_bytes`), which
+/// inherits the parent's high-water mark across fork/exec and so overstates small drivers.
+fn driver_peak_rss(r: &Value) -> f64 {
+    match r["peak_rss_bytes"].as_f64() {
+        Some(v) if v > 0.0 => v,
+        _ => f(&r["child_maxrss_bytes"]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn coldstart_peak_rss_is_the_drivers_own() {
+        let both =
+            json!({"peak_rss_bytes": 50.0 * 1048576.0, "child_maxrss_bytes": 1047.9 * 1048576.0});
+        assert_eq!(driver_peak_rss(&both), 50.0 * 1048576.0);
+        let old = json!({"child_maxrss_bytes": 7.0});
+        assert_eq!(driver_peak_rss(&old), 7.0);
+        let unknown = json!({"peak_rss_bytes": -1, "child_maxrss_bytes": 7.0});
+        assert_eq!(driver_peak_rss(&unknown), 7.0);
+    }
 
     fn q(engine: &str, query: &str, class: &str, mode: &str, p50: f64, hits: u64) -> Value {
         json!({"engine": engine, "op": "query", "query": query, "class": class, "mode": mode, "hits": hits,

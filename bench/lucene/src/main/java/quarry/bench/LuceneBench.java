@@ -81,6 +81,7 @@ public final class LuceneBench {
       case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
       case "ops" -> LuceneOps.cmdOps(a);
+      case "probe" -> LuceneProbe.cmdProbe(a);
       default -> {
         System.err.println("unknown subcommand: " + cmd);
         usage();
@@ -97,7 +98,10 @@ public final class LuceneBench {
                     [--warmup-runs R]
           query     --index DIR --queries Q.jsonl [--modes top10,top10_count,count] [--warmup W] [--iters I]
                     [--global-warmup-rounds R] [--default-field body] [--query-cache off|default]
-          coldstart --index DIR --query "..." [--default-field body]
+                    [--directory default|mmap|niofs]
+          coldstart --index DIR --query "..." [--default-field body] [--directory default|mmap|niofs]
+          probe     --index DIR --queries Q.jsonl [--mode top10|top10_count|count] [--rounds R]
+                    [--deadline-ms MS] [--directory default|mmap|niofs]   (I/O study: round-robin runs)
           merge     --index DIR [--max-segments K]   (forceMerge(K), default 1, then commit)
           oracle    --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [--queries-set NAME=FILE ...]
                     --out FILE [--index DIR]
@@ -314,13 +318,14 @@ public final class LuceneBench {
     int globalRounds = a.intOpt("--global-warmup-rounds", 10);
     String defaultField = a.opt("--default-field", "body");
     String queryCache = a.opt("--query-cache", "off");
+    String dirKind = a.opt("--directory", "default");
     a.done();
     for (String m : modes) {
       if (!Arrays.asList(ALL_MODES).contains(m)) throw new IllegalArgumentException("unknown mode " + m);
     }
 
     List<QuerySpec> specs = loadQueries(queriesFile);
-    try (Directory dir = FSDirectory.open(indexDir);
+    try (Directory dir = LuceneProbe.openDir(indexDir, dirKind);
         DirectoryReader reader = DirectoryReader.open(dir)) {
       IndexSearcher searcher = new IndexSearcher(reader); // no executor: single-threaded
       if (queryCache.equals("off")) {
@@ -463,13 +468,14 @@ public final class LuceneBench {
     Path indexDir = Paths.get(a.req("--index"));
     String qs = a.req("--query");
     String defaultField = a.opt("--default-field", "body");
+    String dirKind = a.opt("--directory", "default");
     a.done();
     long hits;
     String relation;
     String top;
     long t1;
     long wallAtResultMs;
-    try (Directory dir = FSDirectory.open(indexDir);
+    try (Directory dir = LuceneProbe.openDir(indexDir, dirKind);
         DirectoryReader reader = DirectoryReader.open(dir)) {
       IndexSearcher searcher = new IndexSearcher(reader);
       Query q = parse(qs, defaultField);
