@@ -293,16 +293,10 @@ impl PostingsCursor {
                 return TERMINATED;
             }
         }
-        // In the block, whose last doc is >= target: a scan on a local index (storing
-        // `self.idx` at each step was the hot spot of phrase and conjunction profiles).
-        let docs = &self.docs[..self.block_len];
-        let from = self.idx.min(docs.len() - 1);
-        let i = match docs[from..].iter().position(|&d| d >= target) {
-            Some(p) => from + p,
-            None => docs.len() - 1,
-        };
-        self.idx = i;
-        self.doc = docs[i];
+        while self.docs[self.idx] < target {
+            self.idx += 1;
+        }
+        self.doc = self.docs[self.idx];
         self.doc
     }
 
