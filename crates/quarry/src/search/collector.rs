@@ -10,6 +10,9 @@ use crate::index::SegmentReader;
 /// Which documents of a segment count: all of them ([`AllLive`], free: the checks compile
 /// away), or those set in a [`LiveDocs`] bitset.
 pub trait LiveFilter: Copy {
+    /// True for [`AllLive`]: every document counts, so a term's count in the segment is its
+    /// document frequency.
+    const ALL_LIVE: bool;
     fn is_live(self, doc: u32) -> bool;
     /// The live bits of documents `[64 i, 64 i + 64)`.
     fn word(self, i: usize) -> u64;
@@ -20,6 +23,7 @@ pub trait LiveFilter: Copy {
 pub struct AllLive;
 
 impl LiveFilter for AllLive {
+    const ALL_LIVE: bool = true;
     #[inline(always)]
     fn is_live(self, _doc: u32) -> bool {
         true
@@ -31,6 +35,7 @@ impl LiveFilter for AllLive {
 }
 
 impl LiveFilter for &LiveDocs {
+    const ALL_LIVE: bool = false;
     #[inline(always)]
     fn is_live(self, doc: u32) -> bool {
         LiveDocs::is_live(self, doc)

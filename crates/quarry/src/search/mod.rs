@@ -402,6 +402,14 @@ fn search_segment<L: LiveFilter>(
         }
         let skipped = match (scorers.as_mut_slice(), mode) {
             ([t], SearchMode::Top) => union::top_k_term(t, &mut c),
+            // One term in a segment without deletions: its count is its document frequency,
+            // so the top k come from the pruned walk and the count from the term entry.
+            ([t], SearchMode::TopCount) if L::ALL_LIVE => {
+                union::top_k_term(t, &mut c);
+                let df = t.cost();
+                c.count(df.saturating_sub(c.counted()));
+                false
+            }
             // One term: the generic loop, monomorphized for the term scorer.
             ([t], _) => collect_segment(t, &mut c, mode),
             (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),

@@ -92,6 +92,37 @@ impl TermScorer {
             .block_factor(b, self.sim.factors(), self.norms.is_some());
         self.sim.score_factor(m)
     }
+    /// The bound of block `b` as a `freq * factor` product (see [`TermScorer::factor`]); its
+    /// score is [`TermScorer::block_bound`].
+    #[inline]
+    pub fn block_factor(&self, b: usize) -> f32 {
+        self.cursor
+            .block_factor(b, self.sim.factors(), self.norms.is_some())
+    }
+    /// The `freq * factors[norm]` product of document `doc` with `freq`: its score is
+    /// [`TermScorer::score_factor`] of it, bit for bit what [`Scorer::score`] gives.
+    #[inline]
+    pub fn factor(&self, doc: u32, freq: u32) -> f32 {
+        freq as f32 * self.sim.factors()[self.norm(doc) as usize]
+    }
+    /// The score of a `freq * factor` product.
+    #[inline]
+    pub fn score_factor(&self, m: f32) -> f32 {
+        self.sim.score_factor(m)
+    }
+    /// The smallest product whose score reaches `th` (see [`SimScorer::min_factor`]).
+    pub fn min_factor(&self, th: f32) -> f32 {
+        self.sim.min_factor(th)
+    }
+    /// See [`PostingsCursor::goto_block`].
+    pub fn goto_block(&mut self, b: usize) -> u32 {
+        self.cursor.goto_block(b)
+    }
+    /// See [`PostingsCursor::block_docs_freqs`].
+    #[inline]
+    pub fn block_docs_freqs(&self) -> (&[u32], &[u32]) {
+        self.cursor.block_docs_freqs()
+    }
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)

@@ -127,31 +127,37 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
 }
 
 /// Top k of a single term (`Top` mode): walks the skip table block by block and decodes only
-/// blocks whose bound reaches the k-th best score. The bound of a block is read in place from its
-/// impacts (one multiply per pair, one division per block), so passing over the long flat runs
-/// of a very common term costs a few nanoseconds per block of 128 documents.
+/// blocks whose bound reaches the k-th best score. Bounds and documents are compared as
+/// `freq * factor` products against the smallest product that reaches the k-th score (as it
+/// stands at the block's start), so neither a passed-over block nor a non-competitive document
+/// costs a division; a block's bound is read in place from its impacts, so passing over the long
+/// flat runs of a very common term costs a few nanoseconds per block of 128 documents. A
+/// competitive block is scored from its decoded arrays, and the next block is decoded only when
+/// its own bound asks for it.
 pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_, L>) -> bool {
     let n_blocks = t.block_count();
+    // One block: no skip table, no block bounds.
+    let has_skips = n_blocks > 1;
     let mut skipped = false;
-    if n_blocks <= 1 {
-        // No skip table: score every document.
-        let mut d = t.doc();
-        while d != TERMINATED {
-            if top.is_live(d) {
-                top.collect(d, t.score());
-            }
-            d = t.next();
-        }
-        return false;
-    }
+    let mut th = None;
+    let mut m_min = f32::NEG_INFINITY;
     let mut b = 0usize;
     while b < n_blocks {
         if top.out_of_time() {
             return true;
         }
-        if let Some(th) = top.threshold() {
+        // The bar as the k-th score stands now. Inside a block it is not raised: a stale bar
+        // is lower, so it only lets through documents that the heap then turns away, and
+        // computing it once per block keeps its cost away from short terms that fill the
+        // heap one document at a time.
+        let now = top.threshold();
+        if now != th {
+            th = now;
+            m_min = th.map_or(f32::NEG_INFINITY, |th| t.min_factor(th));
+        }
+        if has_skips && th.is_some() {
             let from = b;
-            while b < n_blocks && t.block_bound(b) < th {
+            while b < n_blocks && t.block_factor(b) < m_min {
                 b += 1;
             }
             if b > from {
@@ -161,25 +167,19 @@ pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_,
                 break;
             }
         }
-        let first = if b == 0 {
-            0
-        } else {
-            t.block_last_doc(b - 1).saturating_add(1)
-        };
-        let last = t.block_last_doc(b);
-        let mut d = if t.doc() < first {
-            t.seek(first)
-        } else {
-            t.doc()
-        };
-        while d != TERMINATED && d <= last {
-            if top.is_live(d) {
-                top.collect(d, t.score());
-            }
-            d = t.next();
-        }
-        if d == TERMINATED {
+        if t.goto_block(b) == TERMINATED {
             break;
+        }
+        let (docs, freqs) = t.block_docs_freqs();
+        for (&d, &f) in docs.iter().zip(freqs) {
+            if !top.is_live(d) {
+                continue;
+            }
+            top.count(1);
+            let m = t.factor(d, f);
+            if m >= m_min {
+                top.offer(d, t.score_factor(m));
+            }
         }
         b += 1;
     }

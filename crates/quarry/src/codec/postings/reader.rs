@@ -382,6 +382,46 @@ impl PostingsCursor {
         best
     }
 
+    /// Decodes block `b` (`b < block_count()`) and moves to its first document, reading its
+    /// offset from the skip table unless it is the block right after the current one. For
+    /// scoring loops that pick blocks by their bounds: nothing else is decoded on the way.
+    /// Returns the new current document ([`TERMINATED`] on corruption or past the end).
+    pub fn goto_block(&mut self, b: usize) -> u32 {
+        if self.corrupt.is_some() {
+            return TERMINATED;
+        }
+        if b == self.block as usize {
+            self.idx = 0;
+            self.doc = self.docs[0];
+            return self.doc;
+        }
+        if b >= self.n_blocks as usize {
+            return self.stop();
+        }
+        if b == self.block as usize + 1 {
+            let base = self.docs[self.block_len - 1];
+            self.load_block(b as u32, self.next_off, base);
+        } else if b == 0 {
+            self.load_block(0, 0, 0);
+        } else {
+            let base = self.skip_last_doc(b - 1);
+            let off = self.skip_u32(b, 4) as usize;
+            self.load_block(b as u32, off, base);
+        }
+        self.doc
+    }
+
+    /// The current block's doc ids and term frequencies (all of them, from its first document;
+    /// the freqs are meaningless after [`set_docs_only`](Self::set_docs_only)). Empty once the
+    /// cursor is exhausted.
+    #[inline]
+    pub fn block_docs_freqs(&self) -> (&[u32], &[u32]) {
+        if self.doc == TERMINATED {
+            return (&[], &[]);
+        }
+        (&self.docs[..self.block_len], &self.freqs[..self.block_len])
+    }
+
     /// The index of the block that would hold `target`, from the skip table (needs one).
     fn shallow_index(&mut self, target: u32) -> Option<usize> {
         let n = self.n_blocks as usize;
