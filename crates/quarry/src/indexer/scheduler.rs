@@ -66,6 +66,8 @@ impl RunningMerge {
                 let t = Instant::now();
                 let out = crate::failpoint::fail("merge-before-write")
                     .and_then(|()| merge_with_maps(&*dir, &schema, &readers, &live, &name));
+                // Crash tests: die with the merged segment written but not yet committed.
+                crate::failpoint::hit("background-merge-written");
                 (out, t.elapsed())
             })
             .map_err(|e| Error::InvalidArgument(format!("could not start a merge thread: {e}")))?;
