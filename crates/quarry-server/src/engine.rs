@@ -585,3 +585,55 @@ fn check_id(id: &str) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(i: usize) -> WriteOp {
+        let mut source = Map::new();
+        source.insert("body".into(), Value::String(format!("word{i} common")));
+        WriteOp::Index {
+            id: Some(format!("d{i}")),
+            source,
+            create: false,
+        }
+    }
+
+    /// Commits start the merge policy's merges on the merge thread (the tiered policy merges
+    /// when an index passes 10 small segments); closing waits for the running one and commits
+    /// it, so the reopened index holds every document in fewer segments.
+    #[test]
+    fn merges_run_in_the_background_and_close_commits_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("i");
+        let mappings = serde_json::json!({"properties": {"body": {"type": "text"}}});
+        let schema = crate::mapping::schema_from_mappings(Some(&mappings)).unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let h = IndexHandle::create("i", &dir, schema, IndexSettings::default(), metrics).unwrap();
+        for i in 0..14 {
+            let (results, seq) = h.write(vec![doc(i)]);
+            assert!(results.iter().all(|r| r.is_ok()));
+            h.sync(seq).unwrap();
+            // One segment per commit.
+            h.commit().unwrap();
+        }
+        assert!(
+            h.state.lock().unwrap().writer.background_merges(),
+            "the server's writer merges in the background"
+        );
+        h.close().unwrap();
+        assert!(h.gauges().merges >= 1, "a merge was installed");
+        drop(h);
+        let index = quarry::Index::open(&dir.join("index")).unwrap();
+        assert_eq!(index.live_doc_count(), 14);
+        assert!(
+            index.segment_count() < 14,
+            "{} segments",
+            index.segment_count()
+        );
+        // The reopened handle sees every document.
+        let h = IndexHandle::open("i", &dir, Arc::new(Metrics::default())).unwrap();
+        assert_eq!(h.searcher().live_doc_count(), 14);
+    }
+}
