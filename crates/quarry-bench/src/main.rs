@@ -32,6 +32,8 @@ mod orchestrator;
 mod parity;
 mod protocol;
 mod report;
+#[cfg(feature = "quarry-driver")]
+mod skiplist;
 mod workload;
 
 use anyhow::Result;
@@ -73,6 +75,10 @@ enum Cmd {
     /// and indexing throughput with and without refreshes (bench/results/merges-<date>.md).
     #[cfg(feature = "quarry-driver")]
     Merges(merges::MergesArgs),
+    /// Postings layout study: today's 128-doc blocks + skip table vs a large-block skip list on
+    /// the W2 intersection queries, disk-resident (O_DIRECT) and warm (bench/results/skiplist-<date>.md).
+    #[cfg(feature = "quarry-driver")]
+    Skiplist(skiplist::SkiplistArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
     Load(load::LoadArgs),
     /// Time budgets on the slowest W2 queries through a running `quarry serve`.
@@ -125,6 +131,8 @@ fn real_main() -> Result<()> {
         Cmd::OnlineParity(args) => online_parity::run(args),
         #[cfg(feature = "quarry-driver")]
         Cmd::Merges(args) => merges::run(args),
+        #[cfg(feature = "quarry-driver")]
+        Cmd::Skiplist(args) => skiplist::run(args),
         Cmd::Codecs(args) => codecs::run(args),
         Cmd::Load(args) => load::run(args),
         Cmd::Budget(args) => budget::run(args),

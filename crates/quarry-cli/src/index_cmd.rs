@@ -321,7 +321,15 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     };
     bar.set_message("committing");
     writer.set_user_data("source", &args.input.display().to_string());
+    // The merge policy's merges run on the merge thread after the commit, so that a merge
+    // failure never looks like a failed commit; this short-lived process waits for them (and
+    // commits each) before it exits, as a merge left running would be abandoned.
+    writer.set_background_merges(true);
     let mut stats = writer.commit()?;
+    if args.force_merge.is_none() {
+        bar.set_message("merging");
+        stats = writer.finish_merges()?;
+    }
     if let Some(n) = args.force_merge {
         bar.set_message("merging");
         let generation = stats.generation;

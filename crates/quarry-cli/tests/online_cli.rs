@@ -140,6 +140,56 @@ fn a_merge_failure_after_the_commit_is_reported_apart() {
     );
 }
 
+/// The segment count `quarry index` reports ("into N segment(s)").
+fn reported_segments(out: &str) -> usize {
+    let (_, rest) = out.split_once(" into ").expect("a summary line");
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Appends run the merge policy's merges on the merge thread after the commit and wait for
+/// them before exiting: a failed background merge exits 3 with the batch committed, and the
+/// next append merges (the tiered policy allows 10 small segments).
+#[test]
+fn an_append_waits_for_its_background_merge_and_reports_its_failure_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    write_lines(&input, &reuters(5));
+    let idx = tmp.path().join("idx");
+    let out = ok(&mut index_cmd(&input, &idx));
+    assert_eq!(reported_segments(&out), 1, "{out}");
+    for n in 2..=10 {
+        let out = ok(index_cmd(&input, &idx).arg("--append"));
+        assert_eq!(reported_segments(&out), n, "no merge up to 10: {out}");
+    }
+    let out = index_cmd(&input, &idx)
+        .arg("--append")
+        .env("QUARRY_FAILPOINT", "merge-before-write")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("is durable, but a merge after it failed"),
+        "{err}"
+    );
+    assert!(err.contains("documents were committed"), "{err}");
+    assert_eq!(count(&idx, "*:*"), 55, "the batch was committed");
+    ok(quarry().args(["check", "--index"]).arg(&idx));
+    let inspect = ok(quarry().args(["inspect", "--index"]).arg(&idx));
+    assert!(inspect.contains("in 11 segment(s)"), "{inspect}");
+
+    let out = ok(index_cmd(&input, &idx).arg("--append"));
+    let segments = reported_segments(&out);
+    assert!(segments < 12, "the append merged before it exited: {out}");
+    let inspect = ok(quarry().args(["inspect", "--index"]).arg(&idx));
+    assert!(
+        inspect.contains(&format!("in {segments} segment(s)")),
+        "the merge was committed: {inspect}"
+    );
+    assert_eq!(count(&idx, "*:*"), 60);
+    ok(quarry().args(["check", "--index"]).arg(&idx));
+}
+
 #[test]
 fn inspect_and_check_survive_a_closed_pipe() {
     let tmp = tempfile::tempdir().unwrap();

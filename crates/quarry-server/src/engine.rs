@@ -205,6 +205,9 @@ impl IndexHandle {
             Err(e) => return Err(internal(e)),
         };
         let mut writer = IndexWriter::open(&engine_dir, writer_options())?;
+        // Merges run on their own thread: a commit or refresh never waits for one while it
+        // holds the writer mutex (see `commit`).
+        writer.set_background_merges(true);
         let committed: u64 = writer
             .user_data()
             .get(TRANSLOG_SEQ)
@@ -423,6 +426,12 @@ impl IndexHandle {
         self.reader.reload()?;
         st.pending.clear();
         st.dirty = false;
+        // Merges keep pace with the segments refreshes flush (the merge runs on its own thread;
+        // it joins the writer at a later refresh or commit).
+        if let Err(e) = st.writer.maybe_merge_in_background() {
+            tracing::warn!(index = %self.name, error = %e, "could not start a background merge");
+        }
+        self.note_merges(st);
         self.metrics.operation("refresh", &self.name, t.elapsed());
         Ok(true)
     }
@@ -434,9 +443,23 @@ impl IndexHandle {
         self.refresh_locked(&mut st)
     }
 
+    /// Counts the background merges the writer has installed so far (the `merges` gauge).
+    fn note_merges(&self, st: &WriteState) {
+        let done = st.writer.background_merges_done().len() as u64;
+        self.merges.store(done, Ordering::Relaxed);
+    }
+
     /// Makes every write durable in the index itself and trims the translog.
+    ///
+    /// Merges run in the background: a commit installs a finished merge, starts the merge
+    /// policy's next one on the merge thread and returns; it never waits for a merge while it
+    /// holds the writer mutex.
     pub fn commit(&self) -> Result<(), ApiError> {
         let mut st = self.state.lock().expect("writer lock");
+        self.commit_locked(&mut st)
+    }
+
+    fn commit_locked(&self, st: &mut WriteState) -> Result<(), ApiError> {
         st.last_commit = Instant::now();
         if !st.uncommitted {
             return Ok(());
@@ -444,13 +467,15 @@ impl IndexHandle {
         let t = Instant::now();
         let seq = self.translog.last_seq();
         st.writer.set_user_data(TRANSLOG_SEQ, &seq.to_string());
-        let stats = match st.writer.commit() {
-            Ok(s) => s.merges,
-            // The commit itself stands; only a merge after it failed.
-            Err(quarry::Error::MergeFailed { .. }) => 0,
+        match st.writer.commit() {
+            Ok(_) => {}
+            // The commit itself stands; only a merge (in the background, earlier) failed.
+            Err(quarry::Error::MergeFailed { source, .. }) => {
+                tracing::warn!(index = %self.name, error = %source, "a background merge failed");
+            }
             Err(e) => return Err(e.into()),
-        };
-        self.merges.fetch_add(stats as u64, Ordering::Relaxed);
+        }
+        self.note_merges(st);
         self.translog.trim(seq).map_err(internal)?;
         self.reader.reload()?;
         st.pending.clear();
@@ -514,9 +539,21 @@ impl IndexHandle {
         }
     }
 
-    /// Commits pending writes (shutdown path).
+    /// Commits pending writes, then waits for the running background merge, if any, and
+    /// commits its result (shutdown path). A merge that fails here is logged: the commit of
+    /// every acknowledged write stands.
     pub fn close(&self) -> Result<(), ApiError> {
-        self.commit()
+        let mut st = self.state.lock().expect("writer lock");
+        self.commit_locked(&mut st)?;
+        match st.writer.commit_running_merge() {
+            Ok(_) => {}
+            Err(quarry::Error::MergeFailed { source, .. }) => {
+                tracing::warn!(index = %self.name, error = %source, "a background merge failed at shutdown");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.note_merges(&st);
+        Ok(())
     }
 }
 
@@ -547,4 +584,56 @@ fn check_id(id: &str) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(i: usize) -> WriteOp {
+        let mut source = Map::new();
+        source.insert("body".into(), Value::String(format!("word{i} common")));
+        WriteOp::Index {
+            id: Some(format!("d{i}")),
+            source,
+            create: false,
+        }
+    }
+
+    /// Commits start the merge policy's merges on the merge thread (the tiered policy merges
+    /// when an index passes 10 small segments); closing waits for the running one and commits
+    /// it, so the reopened index holds every document in fewer segments.
+    #[test]
+    fn merges_run_in_the_background_and_close_commits_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("i");
+        let mappings = serde_json::json!({"properties": {"body": {"type": "text"}}});
+        let schema = crate::mapping::schema_from_mappings(Some(&mappings)).unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let h = IndexHandle::create("i", &dir, schema, IndexSettings::default(), metrics).unwrap();
+        for i in 0..14 {
+            let (results, seq) = h.write(vec![doc(i)]);
+            assert!(results.iter().all(|r| r.is_ok()));
+            h.sync(seq).unwrap();
+            // One segment per commit.
+            h.commit().unwrap();
+        }
+        assert!(
+            h.state.lock().unwrap().writer.background_merges(),
+            "the server's writer merges in the background"
+        );
+        h.close().unwrap();
+        assert!(h.gauges().merges >= 1, "a merge was installed");
+        drop(h);
+        let index = quarry::Index::open(&dir.join("index")).unwrap();
+        assert_eq!(index.live_doc_count(), 14);
+        assert!(
+            index.segment_count() < 14,
+            "{} segments",
+            index.segment_count()
+        );
+        // The reopened handle sees every document.
+        let h = IndexHandle::open("i", &dir, Arc::new(Metrics::default())).unwrap();
+        assert_eq!(h.searcher().live_doc_count(), 14);
+    }
 }

@@ -125,7 +125,7 @@ impl Metrics {
             ),
             (
                 "quarry_merges_total",
-                "Segment merges done by commits since start.",
+                "Background segment merges installed since the indexes were opened.",
                 |g| g.merges,
             ),
         ];

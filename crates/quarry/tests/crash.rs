@@ -71,7 +71,20 @@ fn base_index(path: &Path) -> BTreeMap<u64, u32> {
 /// merge) leaves either the old or the new commit, never a mix, and the index checks clean.
 #[test]
 fn a_fault_at_any_operation_leaves_the_old_or_the_new_commit() {
+    fault_at_every_operation(false);
+}
+
+/// The same with the merge on the background thread: the commit returns before the merge, a
+/// fault in the merge or in committing its result (by [`IndexWriter::commit_running_merge`])
+/// is `MergeFailed` and leaves the commit with every document.
+#[test]
+fn a_fault_during_a_background_merge_keeps_the_commit() {
+    fault_at_every_operation(true);
+}
+
+fn fault_at_every_operation(background: bool) {
     let mut n = 1;
+    let mut merge_faults = 0;
     loop {
         let tmp = tempfile::tempdir().unwrap();
         let old = base_index(tmp.path());
@@ -81,8 +94,11 @@ fn a_fault_at_any_operation_leaves_the_old_or_the_new_commit() {
             opts(MergePolicy::Log { factor: 2 }),
         )
         .unwrap();
+        w.set_background_merges(background);
         let mut new = old.clone();
-        for id in 30..40 {
+        // 18 adds and 2 updates: a segment on the log policy's level of the 30-document base
+        // (16 to 31 documents), so the two merge.
+        for id in 30..48 {
             w.add_document(doc(id, 0)).unwrap();
             new.insert(id, 0);
         }
@@ -94,7 +110,13 @@ fn a_fault_at_any_operation_leaves_the_old_or_the_new_commit() {
         w.delete_term("id", &FieldValue::Int(5)).unwrap();
         new.remove(&5);
         faulty.fail_at(Some(n));
-        let result = w.commit();
+        let mut result = w.commit();
+        if background && result.is_ok() {
+            result = w.commit_running_merge().map(|_| Default::default());
+        }
+        if matches!(result, Err(quarry::Error::MergeFailed { .. })) {
+            merge_faults += 1;
+        }
         let ops_used = faulty.ops();
         drop(w);
         faulty.crash();
@@ -118,6 +140,7 @@ fn a_fault_at_any_operation_leaves_the_old_or_the_new_commit() {
         n += 1;
         assert!(n < 500, "the commit never completed");
     }
+    assert!(merge_faults > 0, "some faults hit the merge");
 }
 
 #[test]
@@ -287,6 +310,8 @@ proptest! {
 
 /// Environment variable that turns this test binary into the child writer of the kill test.
 const CHILD_ENV: &str = "QUARRY_KILL_CHILD_INDEX";
+/// Set for a child writer that merges in the background.
+const CHILD_BACKGROUND_ENV: &str = "QUARRY_KILL_CHILD_BACKGROUND";
 
 /// The child: appends batches of 10 documents forever, one commit per batch, recording the
 /// number of committed batches in the commit's user data.
@@ -303,6 +328,7 @@ fn kill_child_writer() {
             IndexWriter::create(path, schema(), opts(MergePolicy::Log { factor: 3 })).unwrap()
         }
     };
+    w.set_background_merges(std::env::var_os(CHILD_BACKGROUND_ENV).is_some());
     let mut batches: u64 = w
         .user_data()
         .get("batches")
@@ -323,6 +349,63 @@ fn kill_child_writer() {
         w.set_user_data("batches", &batches.to_string());
         w.commit().unwrap();
     }
+}
+
+/// A writer that dies (abort) in the middle of a background merge, with the merged segment
+/// written but not committed: the index holds exactly its last commit and checks clean, and the
+/// next writer removes the merge's orphan files.
+#[test]
+fn a_writer_dying_during_a_background_merge_keeps_its_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(&exe)
+        .args(["--exact", "kill_child_writer", "--ignored", "--nocapture"])
+        .env(CHILD_ENV, tmp.path())
+        .env(CHILD_BACKGROUND_ENV, "1")
+        .env("QUARRY_FAILPOINT", "background-merge-written")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("the child never reached a background merge");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success(), "the child aborts at the failpoint");
+    let index = Index::open(tmp.path()).unwrap();
+    let batches: u64 = index.commit().user_data["batches"].parse().unwrap();
+    assert!(batches >= 2, "{batches} batches before the first merge");
+    assert_eq!(contents(&index.searcher()), expected_after(batches));
+    let referenced: std::collections::HashSet<String> =
+        index.commit().files().into_iter().collect();
+    drop(index);
+    check_index(tmp.path(), DirectoryKind::Pread).unwrap();
+    let segment_files = |p: &Path| -> Vec<String> {
+        std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('s') && n.contains('.'))
+            .collect()
+    };
+    let orphans: Vec<String> = segment_files(tmp.path())
+        .into_iter()
+        .filter(|n| !referenced.contains(n))
+        .collect();
+    assert!(!orphans.is_empty(), "the merged segment was written");
+    drop(IndexWriter::open(tmp.path(), opts(MergePolicy::None)).unwrap());
+    let left: Vec<String> = segment_files(tmp.path())
+        .into_iter()
+        .filter(|n| !referenced.contains(n))
+        .collect();
+    assert!(left.is_empty(), "orphans removed: {left:?}");
+    assert_eq!(committed(tmp.path()), expected_after(batches));
 }
 
 /// What the index must hold after `batches` committed batches of the child.
@@ -346,6 +429,17 @@ fn expected_after(batches: u64) -> BTreeMap<u64, u32> {
 /// `QUARRY_KILL_CYCLES` (default 5; the documented long run uses 1000).
 #[test]
 fn kill_minus_nine_never_loses_a_commit() {
+    kill_cycles(false);
+}
+
+/// The same with a child that merges in the background (the log policy starts a merge after
+/// most commits, so kills land during background merges too).
+#[test]
+fn kill_minus_nine_during_background_merges_never_loses_a_commit() {
+    kill_cycles(true);
+}
+
+fn kill_cycles(background: bool) {
     let cycles: u64 = std::env::var("QUARRY_KILL_CYCLES")
         .ok()
         .and_then(|c| c.parse().ok())
@@ -355,7 +449,11 @@ fn kill_minus_nine_never_loses_a_commit() {
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut last_batches = 0;
     for cycle in 0..cycles {
-        let mut child = std::process::Command::new(&exe)
+        let mut cmd = std::process::Command::new(&exe);
+        if background {
+            cmd.env(CHILD_BACKGROUND_ENV, "1");
+        }
+        let mut child = cmd
             .args(["--exact", "kill_child_writer", "--ignored", "--nocapture"])
             .env(CHILD_ENV, tmp.path())
             .stdout(std::process::Stdio::null())
@@ -395,5 +493,7 @@ fn kill_minus_nine_never_loses_a_commit() {
             );
         }
     }
-    eprintln!("kill -9: {cycles} cycles, {last_batches} batches committed, 0 lost, 0 partial");
+    eprintln!(
+        "kill -9 (background merges: {background}): {cycles} cycles, {last_batches} batches committed, 0 lost, 0 partial"
+    );
 }

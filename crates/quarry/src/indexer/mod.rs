@@ -804,9 +804,12 @@ impl IndexWriter {
         Ok(self.stats(merges, start))
     }
 
-    /// Flushes, commits and stops the indexing threads.
+    /// Flushes, commits and stops the indexing threads; with background merges, also waits for
+    /// the running merge and commits it (see [`commit_running_merge`](Self::commit_running_merge)).
     pub fn close(mut self) -> Result<CommitStats> {
-        self.commit()
+        let mut stats = self.commit()?;
+        stats.merges += self.commit_running_merge()?;
+        Ok(stats)
     }
 }
 

@@ -9,7 +9,7 @@ use quarry_store::Directory;
 
 use super::deletes::SegState;
 use super::merge::{merge_with_maps, DocMap, NONE};
-use super::IndexWriter;
+use super::{CommitStats, IndexWriter};
 use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::{SegmentMeta, SegmentRef};
 use crate::index::SegmentReader;
@@ -64,7 +64,10 @@ impl RunningMerge {
                 // Merges are background work: searches and adds go first on a busy machine.
                 quarry_store::lower_current_thread_priority(MERGE_NICE_STEPS);
                 let t = Instant::now();
-                let out = merge_with_maps(&*dir, &schema, &readers, &live, &name);
+                let out = crate::failpoint::fail("merge-before-write")
+                    .and_then(|()| merge_with_maps(&*dir, &schema, &readers, &live, &name));
+                // Crash tests: die with the merged segment written but not yet committed.
+                crate::failpoint::hit("background-merge-written");
                 (out, t.elapsed())
             })
             .map_err(|e| Error::InvalidArgument(format!("could not start a merge thread: {e}")))?;
@@ -171,6 +174,68 @@ impl IndexWriter {
             return Err(e);
         }
         Ok(n)
+    }
+
+    /// Whether merges run in the background (see
+    /// [`set_background_merges`](Self::set_background_merges)).
+    pub fn background_merges(&self) -> bool {
+        self.background
+    }
+
+    /// Installs a finished background merge and starts the merge policy's next one if none is
+    /// running; never waits. Returns whether a merge is running afterwards. A long-lived writer
+    /// calls it after [`refresh`](Self::refresh) so that merges keep pace with flushes between
+    /// commits (Lucene merges after every flush). Does nothing without background merges.
+    pub fn maybe_merge_in_background(&mut self) -> Result<bool> {
+        if !self.background {
+            return Ok(false);
+        }
+        self.install_merge(false)?;
+        if self.merge_error.is_none() {
+            self.start_merge()?;
+        }
+        Ok(self.running.is_some())
+    }
+
+    /// Waits for the running background merge, if any, and commits its result (with any other
+    /// change made since the last commit) without starting another one: a server's shutdown has
+    /// at most one merge to wait for, and its work is kept. Returns how many merges were
+    /// committed (0 or 1). A failed merge, or a failure to commit its result, is
+    /// [`Error::MergeFailed`] naming the last commit, which stands.
+    pub fn commit_running_merge(&mut self) -> Result<usize> {
+        let generation = self.commit.generation;
+        let failed = |e| Error::MergeFailed {
+            generation,
+            source: Box::new(e),
+        };
+        let n = self.wait_for_merges().map_err(failed)?;
+        if n > 0 {
+            // Committing the merged state failing leaves the last commit as it was.
+            self.commit_only().map_err(failed)?;
+        }
+        Ok(n)
+    }
+
+    /// Runs the merge policy's merges one after another on the background thread, committing
+    /// each as it finishes, until the policy asks for none; then returns with no merge running.
+    /// A short-lived process (the CLI) calls it after [`commit`](Self::commit) so that its
+    /// index is merged before it exits, with the commit already durable. A failed merge is
+    /// [`Error::MergeFailed`] naming the last durable commit, which stands.
+    pub fn finish_merges(&mut self) -> Result<CommitStats> {
+        let start = Instant::now();
+        let mut merges = 0;
+        loop {
+            merges += self.commit_running_merge()?;
+            let generation = self.commit.generation;
+            self.start_merge().map_err(|e| Error::MergeFailed {
+                generation,
+                source: Box::new(e),
+            })?;
+            if self.running.is_none() {
+                break;
+            }
+        }
+        Ok(self.stats(merges, start))
     }
 
     /// The background merges that finished and joined this writer's state so far, oldest first.
