@@ -21,7 +21,7 @@
 //!
 //! Both are read by the same leapfrog intersection (the rarest term leads), counting matches,
 //! from a memory map (warm: the file is in the page cache) and through `O_DIRECT` (a fresh
-//! [`DirectFile`] per query, so every page a query needs is read from disk once: the
+//! `DirectFile` per query, so every page a query needs is read from disk once: the
 //! disk-resident case with a query-scoped buffer). The term dictionary is kept in memory for
 //! both (it is the same FST in either design). The report gives, per layout and read unit, the
 //! bytes and 4 KiB pages a query touches, the reads and bytes it fetches under `O_DIRECT`, and
