@@ -387,18 +387,22 @@ impl SegmentReader {
         Ok(self.stored_index.get_or_init(|| b))
     }
 
+    /// The stored block index of this segment, read once and checked against its metadata.
+    fn stored_block_index(&self) -> Result<StoredIndex<'_>> {
+        StoredIndex::new(
+            self.files.store.name(),
+            self.stored_index()?,
+            self.meta.stored_blocks,
+            self.meta.stored_index_offset,
+            self.meta.doc_count,
+        )
+    }
+
     /// Calls `f` with the encoded stored bytes of every document, in doc order, checking that
     /// the blocks cover exactly the segment's documents (merging copies them, `check` decodes).
     pub fn for_each_stored_doc(&self, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let name = self.files.store.name();
-        let index_bytes = self.stored_index()?;
-        let index = StoredIndex::new(
-            name,
-            index_bytes,
-            self.meta.stored_blocks,
-            self.meta.stored_index_offset,
-            self.meta.doc_count,
-        )?;
+        let index = self.stored_block_index()?;
         let mut count = 0u32;
         for b in 0..index.blocks() {
             let (first, start, end) = index.block_range(b)?;
@@ -435,14 +439,7 @@ impl SegmentReader {
     /// The stored fields of `doc` as a JSON object.
     pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
         let name = self.files.store.name();
-        let index_bytes = self.stored_index()?;
-        let index = StoredIndex::new(
-            name,
-            index_bytes,
-            self.meta.stored_blocks,
-            self.meta.stored_index_offset,
-            self.meta.doc_count,
-        )?;
+        let index = self.stored_block_index()?;
         let b = index.block_of(doc)?;
         let (first, start, end) = index.block_range(b)?;
         let block = self.files.store.read(start, end)?;
@@ -462,14 +459,7 @@ impl SegmentReader {
     /// read with one batched read ([`VerifiedFile::read_many`]) and each decoded once.
     pub fn stored_docs(&self, docs: &[u32]) -> Result<Vec<Map<String, Value>>> {
         let name = self.files.store.name();
-        let index_bytes = self.stored_index()?;
-        let index = StoredIndex::new(
-            name,
-            index_bytes,
-            self.meta.stored_blocks,
-            self.meta.stored_index_offset,
-            self.meta.doc_count,
-        )?;
+        let index = self.stored_block_index()?;
         let mut blocks: Vec<u32> = docs
             .iter()
             .map(|&d| index.block_of(d))
