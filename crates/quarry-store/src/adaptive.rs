@@ -6,7 +6,7 @@
 //!
 //! | file kind | the index fits (`index <= avail / 2`) | it does not |
 //! |---|---|---|
-//! | postings, positions (`.post`, `.pos`) | mmap (kernel readahead kept) | direct (buffer pool) |
+//! | postings, positions (`.post`, `.pos`) | mmap (kernel readahead kept) | mmap |
 //! | stored fields (`.store`) | mmap | pread |
 //! | small hot structures (terms, norms, meta, commit points: everything else) up to `avail / 8` | mmap + `MADV_WILLNEED` + `POSIX_FADV_WILLNEED` | same |
 //! | anything else larger than `avail / 8` | mmap | mmap + `MADV_RANDOM` |
@@ -17,20 +17,22 @@
 //! fitting case: on W1 with the index evicted it cut the bytes read from 19.6 MB to 0.8 MB but
 //! made first queries 15-20x slower (6-9 ms against 0.4 ms: one synchronous 4 KiB fault after
 //! another instead of a few large readahead reads), see `bench/results/io-2026-11-23.md`. When
-//! the index does not fit, mmap lets the page cache thrash and every fault is a small
-//! synchronous read; the direct pool keeps a bounded set of large pages of the postings in
-//! memory instead, and stored fields (read only for the top hits, one small block each) are
-//! cheapest as single positioned reads. The measurements are in the `quarry-bench io` report
-//! (see ARCHITECTURE.md).
+//! the index does not fit, postings stay mapped too: the engine faults in only the chunks it
+//! verifies and reads (`MADV_WILLNEED` on exact ranges), so the page cache does not thrash. The
+//! W2 study under a cgroup memory limit of process + 25% of the index
+//! (`bench/results/io-w2-2026-11-23.md`, table 4.3) measured p50 0.22-0.50 ms per class for
+//! mmap, 0.29-0.52 ms for pread and 1.1-3.0 ms for direct (its pool is small there), so the
+//! direct pool is no longer chosen for postings. Stored fields (read only for the top hits, one
+//! small block each) are cheapest as single positioned reads. The measurements are in the
+//! `quarry-bench io` report (see ARCHITECTURE.md).
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use memmap2::Advice;
 
-use crate::direct::{DirectFile, DirectOptions};
+use crate::direct::DirectOptions;
 use crate::directory::FsDirectory;
 use crate::mmap::MappedFile;
-use crate::pool::BufferPool;
 use crate::pread::PreadFile;
 use crate::{Directory, DirectoryKind, FileHandle, Result};
 
@@ -66,8 +68,6 @@ pub enum Choice {
     MmapWillNeed,
     /// Positioned reads.
     Pread,
-    /// `O_DIRECT` through the buffer pool.
-    Direct,
 }
 
 /// The policy of the module documentation: the path for a file of `kind` and `size` bytes in an
@@ -77,7 +77,7 @@ pub fn choose(kind: FileKind, size: u64, index: u64, avail: u64) -> Choice {
     match kind {
         FileKind::Hot if size <= avail / 8 => Choice::MmapWillNeed,
         _ if fits => Choice::Mmap,
-        FileKind::Postings => Choice::Direct,
+        FileKind::Postings => Choice::Mmap,
         FileKind::Stored => Choice::Pread,
         FileKind::Hot => Choice::MmapRandom,
     }
@@ -88,7 +88,8 @@ pub fn choose(kind: FileKind, size: u64, index: u64, avail: u64) -> Choice {
 pub struct AdaptiveOptions {
     /// The memory to plan with; `None`: measured at each open.
     pub available_memory: Option<u64>,
-    /// Options of the files read directly (the pool is created on first use).
+    /// Read options: the batch mode of the files read with `pread` (the page size is checked;
+    /// no file is read direct since the memory-limited study, see the module documentation).
     pub direct: DirectOptions,
 }
 
@@ -97,7 +98,6 @@ pub struct AdaptiveOptions {
 pub struct AdaptiveDirectory {
     fs: FsDirectory,
     opts: AdaptiveOptions,
-    pool: Arc<OnceLock<Arc<BufferPool>>>,
 }
 
 impl AdaptiveDirectory {
@@ -119,7 +119,6 @@ impl AdaptiveDirectory {
         Ok(Self {
             fs: FsDirectory::open(path)?,
             opts,
-            pool: Arc::new(OnceLock::new()),
         })
     }
 
@@ -135,11 +134,6 @@ impl AdaptiveDirectory {
             self.index_bytes(),
             self.available(),
         ))
-    }
-
-    /// The buffer pool, once a file has been opened for direct reads.
-    pub fn pool(&self) -> Option<&Arc<BufferPool>> {
-        self.pool.get()
     }
 
     fn available(&self) -> u64 {
@@ -172,20 +166,6 @@ impl Directory for AdaptiveDirectory {
                 Arc::new(f)
             }
             Choice::Pread => Arc::new(PreadFile::open(&self.fs, name, self.opts.direct.batch)?),
-            Choice::Direct => {
-                let pool = self.pool.get_or_init(|| {
-                    Arc::new(BufferPool::new(
-                        self.opts.direct.page_size,
-                        self.opts.direct.pool_bytes(),
-                    ))
-                });
-                Arc::new(DirectFile::open(
-                    &self.fs,
-                    name,
-                    pool.clone(),
-                    self.opts.direct,
-                )?)
-            }
         })
     }
     crate::directory::delegate_fs_ops!();
@@ -219,11 +199,8 @@ mod tests {
             choose(FileKind::Hot, 10 * MB, 2 * GB, 8 * GB),
             Choice::MmapWillNeed
         );
-        // Does not fit: postings direct, stored pread, small hot files still mapped.
-        assert_eq!(
-            choose(FileKind::Postings, GB, 6 * GB, 8 * GB),
-            Choice::Direct
-        );
+        // Does not fit: postings still mapped, stored pread, small hot files still mapped.
+        assert_eq!(choose(FileKind::Postings, GB, 6 * GB, 8 * GB), Choice::Mmap);
         assert_eq!(choose(FileKind::Stored, GB, 6 * GB, 8 * GB), Choice::Pread);
         assert_eq!(
             choose(FileKind::Hot, 10 * MB, 6 * GB, 8 * GB),
@@ -254,13 +231,15 @@ mod tests {
         small.atomic_write("_0.post", &data).unwrap();
         small.atomic_write("_0.store", &data).unwrap();
         small.atomic_write("_0.norms", &data[..1000]).unwrap();
-        assert_eq!(small.choice_for("_0.post").unwrap(), Choice::Direct);
+        assert_eq!(small.choice_for("_0.post").unwrap(), Choice::Mmap);
         assert_eq!(small.choice_for("_0.store").unwrap(), Choice::Pread);
         assert_eq!(small.choice_for("_0.norms").unwrap(), Choice::MmapWillNeed);
         let post = small.open("_0.post").unwrap();
-        assert!(post.mapped_view().is_none());
+        assert!(post.mapped_view().is_some());
         assert_eq!(&*post.read_bytes(5000, 5010).unwrap(), &data[5000..5010]);
-        assert!(small.pool().is_some_and(|p| p.stats().misses == 1));
+        let store = small.open("_0.store").unwrap();
+        assert!(store.mapped_view().is_none());
+        assert_eq!(&*store.read_bytes(5000, 5010).unwrap(), &data[5000..5010]);
         assert!(small.open("_0.norms").unwrap().mapped_view().is_some());
 
         let big = AdaptiveDirectory::open_with(
@@ -273,6 +252,6 @@ mod tests {
         .unwrap();
         assert_eq!(big.choice_for("_0.post").unwrap(), Choice::Mmap);
         assert!(big.open("_0.post").unwrap().mapped_view().is_some());
-        assert!(big.pool().is_none());
+        assert!(big.open("_0.store").unwrap().mapped_view().is_some());
     }
 }

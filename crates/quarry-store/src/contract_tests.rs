@@ -123,7 +123,8 @@ fn tiny_direct(p: &Path) -> crate::Result<DirectDirectory> {
     )
 }
 
-/// Adaptive, told it has so little memory that nothing fits (postings direct, the rest pread).
+/// Adaptive, told it has so little memory that nothing fits (stored fields pread, the rest
+/// mapped).
 fn starved_adaptive(p: &Path) -> crate::Result<AdaptiveDirectory> {
     AdaptiveDirectory::open_with(
         p,

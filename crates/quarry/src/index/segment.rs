@@ -11,7 +11,7 @@ use crate::codec::postings::{PostingsCursor, TermInfo, MAX_HEADER_LEN};
 use crate::codec::stored::{decode_block, decode_doc, doc_in_block, StoredIndex};
 use crate::codec::terms::TermsReader;
 use crate::error::InFile;
-use crate::index::verified::VerifiedFile;
+use crate::index::verified::{RegionCheck, VerifiedFile};
 use crate::schema::Schema;
 use crate::{Error, Result};
 
@@ -19,15 +19,21 @@ use crate::{Error, Result};
 /// them goes through [`VerifiedFile`] (chunk checksums of format v3).
 struct Files {
     terms: VerifiedFile,
-    post: VerifiedFile,
-    pos: VerifiedFile,
+    post: Arc<VerifiedFile>,
+    pos: Arc<VerifiedFile>,
     norms: VerifiedFile,
     store: VerifiedFile,
 }
 
 impl Files {
     fn all(&self) -> [&VerifiedFile; 5] {
-        [&self.terms, &self.post, &self.pos, &self.norms, &self.store]
+        [
+            &self.terms,
+            &*self.post,
+            &*self.pos,
+            &self.norms,
+            &self.store,
+        ]
     }
 }
 
@@ -47,6 +53,8 @@ pub struct SegmentReader {
     files: Files,
     /// Whole postings file when it is free to view (mmap): term lookups then cost no syscall.
     post_view: Option<Bytes>,
+    /// Whole positions file when it is free to view (mmap): read in place, checked per block.
+    pos_view: Option<Bytes>,
     /// Whole terms file when it is free to view (mmap): dictionaries are used in place.
     terms_view: Option<Bytes>,
     terms: Vec<OnceLock<Option<Dict>>>,
@@ -154,19 +162,21 @@ impl SegmentReader {
         let mut next = || it.next().expect("five files");
         let files = Files {
             terms: next(),
-            post: next(),
-            pos: next(),
+            post: Arc::new(next()),
+            pos: Arc::new(next()),
             norms: next(),
             store: next(),
         };
         let n = schema.fields().len();
         let post_view = files.post.mapped_view();
+        let pos_view = files.pos.mapped_view();
         let terms_view = files.terms.mapped_view();
         Ok(Self {
             meta,
             schema: schema.clone(),
             files,
             post_view,
+            pos_view,
             terms_view,
             terms: (0..n).map(|_| OnceLock::new()).collect(),
             norms: (0..n).map(|_| OnceLock::new()).collect(),
@@ -318,14 +328,19 @@ impl SegmentReader {
             return Err(Error::corrupt(name, "term entry runs into the footer"));
         }
         if self.post_view.is_some() {
-            // The view is unverified: check the chunks of this entry (its header, skip table
-            // and blocks) before a cursor reads them. Warm, one bitmap load per 256 KiB.
-            post.verify(offset, info.end() as u64)?;
+            // The view is unverified: check the entry's header and skip table now; a cursor
+            // checks each block when it loads it (`postings`). Warm, one bitmap load.
+            post.verify(offset, info.blocks_start() as u64)?;
         }
         Ok((info, bytes))
     }
 
-    /// A cursor over `field:term`'s documents; with positions if `with_positions`.
+    /// A cursor over `field:term`'s documents; with positions if `with_positions`; `info` and
+    /// `bytes` come from [`term_info_at`](Self::term_info_at).
+    ///
+    /// Mapped files are used in place and verified a block at a time as the cursor loads
+    /// blocks and their positions; in pread and direct modes the entry and the positions were
+    /// read whole and verified by that read (the checksum costs less than the read).
     pub fn postings(
         &self,
         field: u32,
@@ -333,21 +348,39 @@ impl SegmentReader {
         bytes: &Bytes,
         with_positions: bool,
     ) -> Result<PostingsCursor> {
+        let mut pos_check = None;
         let positions = if with_positions && self.schema.field(field).has_positions() {
-            Some(read_body(
-                &self.files.pos,
-                info.pos_start,
-                info.pos_len,
-                "positions",
-            )?)
+            let pos = &self.files.pos;
+            match (&self.pos_view, info.pos_start.checked_add(info.pos_len)) {
+                (Some(view), Some(end))
+                    if pos.is_checked()
+                        && info.pos_start >= HEADER_LEN as u64
+                        && end <= pos.data_end() =>
+                {
+                    pos_check = RegionCheck::new(pos, view.clone(), info.pos_start);
+                    let slice = view.slice(info.pos_start as usize..end as usize);
+                    Some(slice.ok_or_else(|| {
+                        Error::corrupt(pos.name(), "positions range is outside the file")
+                    })?)
+                }
+                _ => Some(read_body(pos, info.pos_start, info.pos_len, "positions")?),
+            }
         } else {
             None
         };
-        Ok(PostingsCursor::new(
+        // With the postings view, `term_info_at` verified the header and skip table only.
+        let check = match &self.post_view {
+            Some(view) => {
+                RegionCheck::new(&self.files.post, view.clone(), info.blocks_start() as u64)
+            }
+            None => None,
+        };
+        Ok(PostingsCursor::with_checks(
             info,
             bytes,
             positions.as_ref(),
             self.meta.doc_count,
+            [check, pos_check],
         ))
     }
 

@@ -4,7 +4,7 @@
 //! costs one relaxed atomic load per 64 chunks of the range.
 use std::cell::Cell;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -15,16 +15,30 @@ use quarry_store::{Bytes, FileHandle};
 use crate::error::InFile;
 use crate::{Error, Result};
 
+/// Set by [`suspend_checks_for_measurement`].
+static SUSPENDED: AtomicBool = AtomicBool::new(false);
+
 /// Whether reads verify chunk checksums: on, unless the environment variable
-/// `QUARRY_VERIFY_CHUNKS` is `0` or `off` (read once per process; for measuring the cost only).
+/// `QUARRY_VERIFY_CHUNKS` is `0` or `off` (read once per process) or checks are suspended
+/// (both for measuring the cost only).
+#[inline]
 pub fn verification_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
+    let on = *ON.get_or_init(|| {
         !matches!(
             std::env::var("QUARRY_VERIFY_CHUNKS").as_deref(),
             Ok("0") | Ok("off")
         )
-    })
+    });
+    on && !SUSPENDED.load(Ordering::Relaxed)
+}
+
+/// For measuring the cost of verification inside one process (A/B): while `suspended`, reads
+/// and postings cursors created afterwards skip the verified-bitmap check and read unverified
+/// bytes. Never for production use: a suspended process trusts the disk. Scrubs and merges
+/// ([`VerifiedFile::verify_all`]) verify regardless.
+pub fn suspend_checks_for_measurement(suspended: bool) {
+    SUSPENDED.store(suspended, Ordering::Relaxed);
 }
 
 thread_local! {
@@ -406,6 +420,62 @@ impl VerifiedFile {
             }),
             _ => Ok(()),
         }
+    }
+}
+
+/// Checks the pieces of one region of a memory-mapped v3 file (a postings entry's blocks, a
+/// term's positions) as a cursor reaches them, instead of the whole region up front: a query
+/// that skips most blocks of a large entry verifies only the chunks it decodes. Warm (the chunks
+/// verified before), a check is one relaxed bitmap load.
+#[derive(Clone, Debug)]
+pub struct RegionCheck {
+    file: Arc<VerifiedFile>,
+    /// The whole file (its mapped view): slow-path checks read the chunks from it.
+    view: Bytes,
+    /// The file offset of region byte 0.
+    base: u64,
+}
+
+impl RegionCheck {
+    /// A check of the region starting at file offset `base` of `file`, whose mapped view is
+    /// `view`; `None` when `file` is not checked (v1/v2, or verification disabled).
+    pub fn new(file: &Arc<VerifiedFile>, view: Bytes, base: u64) -> Option<Self> {
+        file.is_checked().then(|| Self {
+            file: file.clone(),
+            view,
+            base,
+        })
+    }
+
+    /// Verifies region bytes `[start, end)` (their chunks); the error names the file and chunk.
+    #[inline]
+    pub fn check(&self, start: usize, end: usize) -> Result<()> {
+        let Some(t) = self.file.table.as_ref() else {
+            return Ok(());
+        };
+        let (a, b) = (self.base + start as u64, self.base + end as u64);
+        let chunks = chunk_range(a, b.min(t.covered));
+        if t.verified.all_set(chunks.clone()) {
+            return Ok(());
+        }
+        self.check_cold(t, chunks)
+    }
+
+    #[cold]
+    fn check_cold(&self, t: &ChunkTable, chunks: Range<u64>) -> Result<()> {
+        let (a, b) = (
+            chunks.start * CHUNK_SIZE as u64,
+            (chunks.end * CHUNK_SIZE as u64).min(t.covered),
+        );
+        if b > self.view.len() as u64 {
+            return self.file.verify(a, b);
+        }
+        if self.file.mapped {
+            // Fault in exactly these chunks, not the kernel's read-around window.
+            self.file.handle.will_need(a, b);
+        }
+        self.file
+            .check_chunks(t, chunks, 0, &self.view[..b as usize])
     }
 }
 

@@ -6,6 +6,8 @@
 use quarry_codecs::{BlockCodec, ByteReader, CodecError};
 use quarry_store::Bytes;
 
+use crate::index::verified::RegionCheck;
+
 use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
 
 /// The doc id returned once a cursor is exhausted.
@@ -113,6 +115,12 @@ impl TermInfo {
         self.blocks_start - self.skip_start + self.blocks_len
     }
 
+    /// Where the entry's blocks start (after its header and skip table), relative to the slice
+    /// it was parsed from.
+    pub fn blocks_start(&self) -> usize {
+        self.blocks_start
+    }
+
     /// Where the entry ends, relative to the slice it was parsed from.
     pub fn end(&self) -> usize {
         self.blocks_start + self.blocks_len
@@ -146,6 +154,10 @@ pub struct PostingsCursor {
     /// Blocks loaded from now on skip their freqs (counting needs doc ids only).
     docs_only: bool,
     corrupt: Option<String>,
+    /// Verifies a block's bytes when it is loaded (unverified mapped blocks region).
+    check: Option<RegionCheck>,
+    /// Verifies a block's positions when they are first read (unverified mapped positions).
+    pos_check: Option<RegionCheck>,
 }
 
 impl PostingsCursor {
@@ -153,6 +165,20 @@ impl PostingsCursor {
     /// `pos_len` bytes at `pos_start` of the positions file) when they will be read;
     /// `doc_count` bounds valid doc ids.
     pub fn new(info: &TermInfo, post: &Bytes, positions: Option<&Bytes>, doc_count: u32) -> Self {
+        Self::with_checks(info, post, positions, doc_count, [None, None])
+    }
+
+    /// [`new`](Self::new) over unverified bytes: `checks` verify the blocks region (offsets
+    /// relative to its start) and the positions as blocks are loaded; a failed check stops the
+    /// cursor as corrupt.
+    pub fn with_checks(
+        info: &TermInfo,
+        post: &Bytes,
+        positions: Option<&Bytes>,
+        doc_count: u32,
+        checks: [Option<RegionCheck>; 2],
+    ) -> Self {
+        let [check, pos_check] = checks;
         let skips = post
             .slice(info.skip_start..info.blocks_start)
             .unwrap_or_else(Bytes::empty);
@@ -182,6 +208,8 @@ impl PostingsCursor {
             shallow_hint: 0,
             docs_only: false,
             corrupt: None,
+            check,
+            pos_check,
         };
         c.load_block(0, 0, 0);
         c
@@ -478,6 +506,19 @@ impl PostingsCursor {
                 0
             };
             self.pos_idx = 0;
+            if let Some(c) = &self.pos_check {
+                let end = if self.block + 1 < self.n_blocks {
+                    self.skip_u64(self.block as usize + 1, 8) as usize
+                } else {
+                    pos.len()
+                };
+                let end = end.clamp(self.pos_off.min(pos.len()), pos.len());
+                if let Err(e) = c.check(self.pos_off.min(end), end) {
+                    self.fail(format!("positions of block {}: {e}", self.block));
+                    out.clear();
+                    return;
+                }
+            }
         }
         let bytes: &[u8] = pos;
         let mut r = ByteReader::at(bytes, self.pos_off);
@@ -605,6 +646,13 @@ impl PostingsCursor {
             self.decode_full(bytes, off, base)
         } else {
             self.decode_tail(bytes, off, base, len)
+        };
+        let decoded = match (decoded, &self.check) {
+            (Ok(next_off), Some(c)) => c
+                .check(off, next_off)
+                .map(|()| next_off)
+                .map_err(|e| e.to_string()),
+            (d, _) => d.map_err(|e| e.to_string()),
         };
         match decoded {
             Ok(next_off) => {
