@@ -17,12 +17,12 @@ use std::ops::Range;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::batch::BatchMode;
 use crate::directory::{fadvise_dontneed, FsDirectory};
 use crate::pool::{AlignedBuf, BufferPool, Lookup, PageKey, PinnedPage, MEM_ALIGN};
-use crate::{Bytes, Directory, DirectoryKind, FileHandle, Result, StoreError};
+use crate::{Bytes, Directory, DirectoryKind, FileHandle, LoadCheck, Result, StoreError};
 
 /// Default page (frame) size: the read-size study (`quarry-bench io`) shows per-read latency on
 /// this class of disk nearly flat up to 64 KiB and growing beyond it.
@@ -135,6 +135,8 @@ pub struct DirectFile {
     refused: AtomicBool,
     pool: Arc<BufferPool>,
     opts: DirectOptions,
+    /// Run on every read from the disk (pages entering the pool, reads around it).
+    load_check: OnceLock<Arc<dyn LoadCheck>>,
 }
 
 impl DirectFile {
@@ -176,7 +178,20 @@ impl DirectFile {
             refused: AtomicBool::new(false),
             pool,
             opts,
+            load_check: OnceLock::new(),
         })
+    }
+
+    /// Runs the load check, if any, on `bytes` read from the disk at `offset`.
+    fn check_load(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+        match self.load_check.get() {
+            Some(c) => c.check(offset, bytes).map_err(|why| StoreError::Rejected {
+                path: self.path.clone(),
+                offset,
+                why,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Whether reads bypass the page cache (false: the file system refused `O_DIRECT`).
@@ -221,10 +236,13 @@ impl DirectFile {
             file: self.id,
             page,
         };
-        let got = self
-            .pool
-            .get(key, |buf| self.read_aligned(buf, page * ps))
-            .map_err(|e| StoreError::io("direct read", &self.path, e))?;
+        let got = self.pool.get(key, |buf| {
+            let n = self
+                .read_aligned(buf, page * ps)
+                .map_err(|e| StoreError::io("direct read", &self.path, e))?;
+            self.check_load(page * ps, &buf[..n])?;
+            Ok::<_, StoreError>(n)
+        })?;
         Ok(match got {
             Lookup::Page(p) => Some(p),
             Lookup::Full => None,
@@ -241,6 +259,7 @@ impl DirectFile {
             .read_aligned(buf.as_mut_slice(), a0)
             .map_err(|e| StoreError::io("direct read", &self.path, e))?;
         buf.truncate(n);
+        self.check_load(a0, buf.as_ref())?;
         let s = (start - a0) as usize;
         Bytes::from_owner(Arc::new(buf))
             .slice(s..s + (end - start) as usize)
@@ -321,7 +340,7 @@ impl FileHandle for DirectFile {
         if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > self.len) {
             return Err(self.oob(r.start, r.end));
         }
-        if self.is_direct() {
+        if self.is_direct() || self.load_check.get().is_some() {
             // Pages already in the pool make most of these cheap; misses load one page each.
             ranges
                 .iter()
@@ -330,6 +349,11 @@ impl FileHandle for DirectFile {
         } else {
             crate::batch::read_many_at(&self.buffered, &self.path, ranges, self.opts.batch)
         }
+    }
+    fn set_load_check(&self, check: Arc<dyn LoadCheck>) -> bool {
+        // A second check (a second reader of the same handle) keeps the first: same file.
+        let _ = self.load_check.set(check);
+        true
     }
     fn name(&self) -> &str {
         &self.name

@@ -52,6 +52,22 @@ pub trait FileHandle: Send + Sync + Debug {
     fn name(&self) -> &str;
     /// Tells the OS the file's pages are not needed any more (cold-start experiments).
     fn evict_from_cache(&self) -> Result<()>;
+    /// Asks the handle to run `check` on the bytes of every read it issues to the disk from
+    /// now on (a direct file: every page entering its buffer pool, every read around it), a
+    /// rejected load failing the read with [`StoreError::Rejected`]. Returns whether the handle
+    /// does so; the default (handles whose bytes are not kept by this crate) does not.
+    fn set_load_check(&self, check: Arc<dyn LoadCheck>) -> bool {
+        let _ = check;
+        false
+    }
+}
+
+/// Checks bytes a handle has just read from the disk, before it keeps or returns them (see
+/// [`FileHandle::set_load_check`]): the engine's chunk checksums.
+pub trait LoadCheck: Send + Sync + Debug {
+    /// `bytes` are the file's bytes from `offset` (a multiple of 4096) on; an `Err` names what
+    /// is wrong and rejects them.
+    fn check(&self, offset: u64, bytes: &[u8]) -> std::result::Result<(), String>;
 }
 
 /// A file being written; nothing is visible to readers of a commit until it is published.

@@ -27,6 +27,13 @@ pub enum StoreError {
     BadOption { path: PathBuf, what: String },
     #[error("invalid file name {name:?}: names are plain file names inside the index directory")]
     BadName { name: String },
+    /// A [`crate::LoadCheck`] rejected bytes read from the disk.
+    #[error("{path} at byte {offset}: {why}")]
+    Rejected {
+        path: PathBuf,
+        offset: u64,
+        why: String,
+    },
 }
 
 impl StoreError {

@@ -32,7 +32,7 @@ pub use batch::{uring_available, BatchMode};
 pub use bytes::Bytes;
 pub use direct::{DirectDirectory, DirectFile, DirectOptions, DEFAULT_PAGE_SIZE};
 pub use directory::{
-    open_directory, Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory,
+    open_directory, Directory, DirectoryKind, FileHandle, FileWriter, FsDirectory, LoadCheck,
 };
 pub use error::{Result, StoreError};
 #[cfg(feature = "testing")]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use quarry_codecs::framing::{self, CHUNK_SIZE, CHUNK_TRAILER_LEN};
 use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
-use quarry_store::{Bytes, FileHandle};
+use quarry_store::{Bytes, FileHandle, LoadCheck, StoreError};
 
 use crate::error::InFile;
 use crate::{Error, Result};
@@ -158,6 +158,61 @@ struct ChunkTable {
     covered: u64,
     sums: OnceLock<Bytes>,
     verified: VerifiedBitmap,
+    /// Chunks checked by [`PageCheck`] as their pages were read from the disk.
+    loads_checked: AtomicU64,
+}
+
+impl ChunkTable {
+    /// Checks chunk `c`, whose bytes are `piece`, against the table `sums`.
+    fn check_chunk(&self, sums: &[u8], c: u64, piece: &[u8]) -> Result<(), String> {
+        let i = (4 * c) as usize;
+        let stored = u32::from_le_bytes(sums[i..i + 4].try_into().expect("4 bytes"));
+        let computed = quarry_codecs::crc32c(piece);
+        if stored != computed {
+            let a = c * CHUNK_SIZE as u64;
+            return Err(format!(
+                "chunk {c} (bytes {a}..{}) has checksum {computed:#010x}, \
+                 the chunk table says {stored:#010x}",
+                a + piece.len() as u64
+            ));
+        }
+        self.verified.set(c);
+        Ok(())
+    }
+}
+
+/// The check a direct file runs on every page entering its buffer pool (and every read around
+/// the pool): a page evicted and read again from the disk is verified again, not trusted
+/// because the bitmap says its chunks were checked once.
+#[derive(Debug)]
+struct PageCheck(Arc<ChunkTable>);
+
+impl LoadCheck for PageCheck {
+    fn check(&self, offset: u64, bytes: &[u8]) -> std::result::Result<(), String> {
+        let t = &self.0;
+        // Before the table is loaded no chunk was verified: the first reads verify every chunk
+        // they use through the bitmap (`VerifiedFile::read`), from these same pool pages.
+        let (Some(sums), true) = (t.sums.get(), verification_enabled()) else {
+            return Ok(());
+        };
+        let end = (offset + bytes.len() as u64).min(t.covered);
+        let mut c = offset.div_ceil(CHUNK_SIZE as u64);
+        while c * (CHUNK_SIZE as u64) < end {
+            let a = c * CHUNK_SIZE as u64;
+            let b = (a + CHUNK_SIZE as u64).min(t.covered);
+            if b > end {
+                break;
+            }
+            t.check_chunk(
+                sums,
+                c,
+                &bytes[(a - offset) as usize..(b - offset) as usize],
+            )?;
+            t.loads_checked.fetch_add(1, Ordering::Relaxed);
+            c += 1;
+        }
+        Ok(())
+    }
 }
 
 /// A segment data file whose reads are verified against its chunk checksums (format v3), or
@@ -168,7 +223,7 @@ pub struct VerifiedFile {
     /// The format version in the file's header.
     version: u32,
     data_end: u64,
-    table: Option<ChunkTable>,
+    table: Option<Arc<ChunkTable>>,
     /// Reads are views of a mapping (no read is issued, so no deadline applies).
     mapped: bool,
 }
@@ -198,14 +253,19 @@ impl VerifiedFile {
         handle.will_need(len - tail_len, len - FOOTER_LEN as u64);
         let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
         let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
+        let table = Arc::new(ChunkTable {
+            covered,
+            sums: OnceLock::new(),
+            verified: VerifiedBitmap::new(framing::chunk_count(covered)),
+            loads_checked: AtomicU64::new(0),
+        });
+        if !mapped {
+            handle.set_load_check(Arc::new(PageCheck(table.clone())));
+        }
         Ok(Self {
             version,
             data_end: covered,
-            table: Some(ChunkTable {
-                covered,
-                sums: OnceLock::new(),
-                verified: VerifiedBitmap::new(framing::chunk_count(covered)),
-            }),
+            table: Some(table),
             handle,
             mapped,
         })
@@ -247,11 +307,17 @@ impl VerifiedFile {
         }
         self.check_deadline()?;
         let Some(t) = self.table.as_ref().filter(|_| verification_enabled()) else {
-            return Ok(self.handle.read_bytes(start, end)?);
+            return self
+                .handle
+                .read_bytes(start, end)
+                .map_err(|e| self.store_err(e));
         };
         let chunks = chunk_range(start, end);
         if t.verified.all_set(chunks.clone()) {
-            return Ok(self.handle.read_bytes(start, end)?);
+            return self
+                .handle
+                .read_bytes(start, end)
+                .map_err(|e| self.store_err(e));
         }
         // First touch: read the chunk-aligned superset once, check it, return the slice.
         let (a, b) = (
@@ -262,7 +328,10 @@ impl VerifiedFile {
             // Fault in exactly these chunks, not the kernel's read-around window.
             self.handle.will_need(a, b);
         }
-        let bytes = self.handle.read_bytes(a, b)?;
+        let bytes = self
+            .handle
+            .read_bytes(a, b)
+            .map_err(|e| self.store_err(e))?;
         self.check_chunks(t, chunks, a, &bytes)?;
         Ok(bytes
             .slice((start - a) as usize..(end - a) as usize)
@@ -286,7 +355,7 @@ impl VerifiedFile {
         }
         self.check_deadline()?;
         let Some(t) = self.table.as_ref().filter(|_| verification_enabled()) else {
-            return Ok(self.handle.read_many(ranges)?);
+            return self.handle.read_many(ranges).map_err(|e| self.store_err(e));
         };
         let wide: Vec<Range<u64>> = ranges
             .iter()
@@ -306,7 +375,10 @@ impl VerifiedFile {
                 }
             }
         }
-        let got = self.handle.read_many(&wide)?;
+        let got = self
+            .handle
+            .read_many(&wide)
+            .map_err(|e| self.store_err(e))?;
         ranges
             .iter()
             .zip(wide)
@@ -348,12 +420,31 @@ impl VerifiedFile {
             if !t.verified.all_set(r.clone()) {
                 let a = r.start * CHUNK_SIZE as u64;
                 let b = (r.end * CHUNK_SIZE as u64).min(t.covered);
-                let bytes = self.handle.read_bytes(a, b)?;
+                let bytes = self
+                    .handle
+                    .read_bytes(a, b)
+                    .map_err(|e| self.store_err(e))?;
                 self.check_chunks(t, r.clone(), a, &bytes)?;
             }
             c = r.end;
         }
         Ok(())
+    }
+
+    /// The number of chunks checked as their pages were read from the disk into a direct
+    /// file's buffer pool (0 for other handles), counting every reload.
+    pub fn load_checks(&self) -> u64 {
+        self.table
+            .as_ref()
+            .map_or(0, |t| t.loads_checked.load(Ordering::Relaxed))
+    }
+
+    /// A store error of this file's reads; bytes a [`PageCheck`] rejected are `Corrupt`.
+    fn store_err(&self, e: StoreError) -> Error {
+        match e {
+            StoreError::Rejected { offset, why, .. } => Error::corrupt_at(self.name(), offset, why),
+            e => e.into(),
+        }
     }
 
     /// The number of chunks verified so far and in all (`(0, 0)` for files without a table).
@@ -369,7 +460,10 @@ impl VerifiedFile {
         }
         let n = t.verified.len();
         self.handle.will_need(t.covered, t.covered + 4 * n);
-        let s = self.handle.read_bytes(t.covered, t.covered + 4 * n)?;
+        let s = self
+            .handle
+            .read_bytes(t.covered, t.covered + 4 * n)
+            .map_err(|e| self.store_err(e))?;
         Ok(t.sums.get_or_init(|| s))
     }
 
@@ -389,20 +483,8 @@ impl VerifiedFile {
             let a = c * CHUNK_SIZE as u64;
             let b = (a + CHUNK_SIZE as u64).min(t.covered);
             let piece = &bytes[(a - at) as usize..(b - at) as usize];
-            let i = (4 * c) as usize;
-            let stored = u32::from_le_bytes(sums[i..i + 4].try_into().expect("4 bytes"));
-            let computed = quarry_codecs::crc32c(piece);
-            if stored != computed {
-                return Err(Error::corrupt_at(
-                    self.name(),
-                    a,
-                    format!(
-                        "chunk {c} (bytes {a}..{b}) has checksum {computed:#010x}, \
-                         the chunk table says {stored:#010x}"
-                    ),
-                ));
-            }
-            t.verified.set(c);
+            t.check_chunk(sums, c, piece)
+                .map_err(|why| Error::corrupt_at(self.name(), a, why))?;
         }
         Ok(())
     }
@@ -430,19 +512,16 @@ impl VerifiedFile {
 #[derive(Clone, Debug)]
 pub struct RegionCheck {
     file: Arc<VerifiedFile>,
-    /// The whole file (its mapped view): slow-path checks read the chunks from it.
-    view: Bytes,
     /// The file offset of region byte 0.
     base: u64,
 }
 
 impl RegionCheck {
-    /// A check of the region starting at file offset `base` of `file`, whose mapped view is
-    /// `view`; `None` when `file` is not checked (v1/v2, or verification disabled).
-    pub fn new(file: &Arc<VerifiedFile>, view: Bytes, base: u64) -> Option<Self> {
+    /// A check of the region starting at file offset `base` of `file`; `None` when `file` is
+    /// not checked (v1/v2, or verification disabled).
+    pub fn new(file: &Arc<VerifiedFile>, base: u64) -> Option<Self> {
         file.is_checked().then(|| Self {
             file: file.clone(),
-            view,
             base,
         })
     }
@@ -467,15 +546,14 @@ impl RegionCheck {
             chunks.start * CHUNK_SIZE as u64,
             (chunks.end * CHUNK_SIZE as u64).min(t.covered),
         );
-        if b > self.view.len() as u64 {
-            return self.file.verify(a, b);
+        match self.file.mapped_view() {
+            Some(view) if b <= view.len() as u64 => {
+                // Fault in exactly these chunks, not the kernel's read-around window.
+                self.file.handle.will_need(a, b);
+                self.file.check_chunks(t, chunks, 0, &view[..b as usize])
+            }
+            _ => self.file.verify(a, b),
         }
-        if self.file.mapped {
-            // Fault in exactly these chunks, not the kernel's read-around window.
-            self.file.handle.will_need(a, b);
-        }
-        self.file
-            .check_chunks(t, chunks, 0, &self.view[..b as usize])
     }
 }
 
@@ -591,6 +669,64 @@ mod tests {
         assert!(f.verify_all().is_err());
         assert!(f.read(16_500, 17_000).is_ok(), "other chunks stay readable");
         assert!(f.read(0, f.data_end() + 1).is_err());
+    }
+
+    #[test]
+    fn a_direct_page_read_again_from_the_disk_is_verified_again() {
+        use std::os::unix::fs::FileExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let bytes = v3_file(&body);
+        std::fs::write(tmp.path().join("f"), &bytes).unwrap();
+        // A pool of 4 pages of one chunk each.
+        let d = quarry_store::DirectDirectory::open_with(
+            tmp.path(),
+            quarry_store::DirectOptions {
+                page_size: 4096,
+                memory_limit: Some(4 * 4096),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let f = VerifiedFile::open(quarry_store::Directory::open(&d, "f").unwrap(), 3).unwrap();
+        let chunk5 = 5 * 4096..5 * 4096 + 100;
+        assert_eq!(
+            &f.read(chunk5.start, chunk5.end).unwrap()[..],
+            &bytes[chunk5.start as usize..chunk5.end as usize]
+        );
+        let loads = f.load_checks();
+        // The bytes on disk change under the cached page: the pool still serves the page.
+        let disk = std::fs::OpenOptions::new()
+            .write(true)
+            .open(tmp.path().join("f"))
+            .unwrap();
+        disk.write_all_at(&[bytes[chunk5.start as usize + 7] ^ 1], chunk5.start + 7)
+            .unwrap();
+        disk.sync_all().unwrap();
+        assert!(f.read(chunk5.start, chunk5.end).is_ok());
+        // Evict it (reading 8 other chunks), then read it again: it is checked on reload.
+        for c in 10..18u64 {
+            f.read(c * 4096, c * 4096 + 10).unwrap();
+        }
+        assert!(
+            f.load_checks() >= loads + 8,
+            "every reloaded page is checked"
+        );
+        match f.read(chunk5.start, chunk5.end) {
+            Err(Error::Corrupt {
+                file,
+                offset: Some(o),
+                ..
+            }) => assert_eq!((file.as_str(), o), ("f", 5 * 4096)),
+            other => panic!("a changed page read again from the disk: {other:?}"),
+        }
+        // Restored on disk: readable again (the failed load left nothing in the pool).
+        disk.write_all_at(&bytes[chunk5.start as usize + 7..][..1], chunk5.start + 7)
+            .unwrap();
+        assert_eq!(
+            &f.read(chunk5.start, chunk5.end).unwrap()[..],
+            &bytes[chunk5.start as usize..chunk5.end as usize]
+        );
     }
 
     #[test]
