@@ -357,7 +357,7 @@ impl SegmentReader {
                         && info.pos_start >= HEADER_LEN as u64
                         && end <= pos.data_end() =>
                 {
-                    pos_check = RegionCheck::new(pos, info.pos_start);
+                    pos_check = RegionCheck::new(pos, info.pos_start, info.pos_len);
                     let slice = view.slice(info.pos_start as usize..end as usize);
                     Some(slice.ok_or_else(|| {
                         Error::corrupt(pos.name(), "positions range is outside the file")
@@ -370,7 +370,11 @@ impl SegmentReader {
         };
         // With the postings view, `term_info_at` verified the header and skip table only.
         let check = match &self.post_view {
-            Some(_) => RegionCheck::new(&self.files.post, info.blocks_start() as u64),
+            Some(_) => RegionCheck::new(
+                &self.files.post,
+                info.blocks_start() as u64,
+                (info.end() - info.blocks_start()) as u64,
+            ),
             None => None,
         };
         Ok(PostingsCursor::with_checks(

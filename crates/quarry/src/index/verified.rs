@@ -517,10 +517,16 @@ pub struct RegionCheck {
 }
 
 impl RegionCheck {
-    /// A check of the region starting at file offset `base` of `file`; `None` when `file` is
-    /// not checked (v1/v2, or verification disabled).
-    pub fn new(file: &Arc<VerifiedFile>, base: u64) -> Option<Self> {
-        file.is_checked().then(|| Self {
+    /// A check of the `len` bytes at file offset `base` of `file`; `None` when there is
+    /// nothing to check: `file` is not checked (v1/v2, verification disabled) or every chunk of
+    /// the region was verified before (the warm case: one bitmap scan, no per-block checks).
+    pub fn new(file: &Arc<VerifiedFile>, base: u64, len: u64) -> Option<Self> {
+        let t = file.table.as_ref().filter(|_| verification_enabled())?;
+        let end = base.saturating_add(len).min(t.covered);
+        if t.verified.all_set(chunk_range(base, end)) {
+            return None;
+        }
+        Some(Self {
             file: file.clone(),
             base,
         })
