@@ -1,4 +1,5 @@
 //! One segment opened for reading: its meta and file handles; structures are looked up in place.
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
@@ -44,7 +45,15 @@ struct Dict {
     lazy: bool,
     /// Set once every byte of a lazy dictionary was verified.
     whole: OnceLock<()>,
+    /// Lookups so far with per-node checks (see [`WHOLE_AFTER_LOOKUPS`]).
+    lookups: AtomicU32,
 }
+
+/// After this many lookups in a lazily verified term dictionary the process is warm: the rest
+/// of the FST is verified once and later lookups skip the per-node checks (which cost a bitmap
+/// check per visited node, a few percent of a short query). Cold starts keep the per-node
+/// checks of their first lookups.
+const WHOLE_AFTER_LOOKUPS: u32 = 256;
 
 /// A segment opened for reading.
 pub struct SegmentReader {
@@ -251,6 +260,7 @@ impl SegmentReader {
                 reader: TermsReader::open(name, bytes)?,
                 lazy: true,
                 whole: OnceLock::new(),
+                lookups: AtomicU32::new(0),
             })
         } else {
             let bytes = read_body(file, fm.fst_offset, fm.fst_len, "term dictionary")?;
@@ -271,6 +281,7 @@ impl SegmentReader {
                 reader: TermsReader::open(name, bytes)?,
                 lazy: false,
                 whole: OnceLock::new(),
+                lookups: AtomicU32::new(0),
             })
         };
         Ok(slot.get_or_init(|| dict).as_ref())
@@ -282,10 +293,16 @@ impl SegmentReader {
             return Ok(None);
         };
         let offset = if d.lazy && d.whole.get().is_none() {
-            let base = self.meta.fields[field as usize].fst_offset;
-            let file = &self.files.terms;
-            d.reader
-                .get_verified(term, |a, b| file.verify(base + a, base + b))?
+            let fm = &self.meta.fields[field as usize];
+            let (base, file) = (fm.fst_offset, &self.files.terms);
+            if d.lookups.fetch_add(1, Ordering::Relaxed) + 1 == WHOLE_AFTER_LOOKUPS {
+                file.verify(base, base + fm.fst_len)?;
+                let _ = d.whole.set(());
+                d.reader.get(term)
+            } else {
+                d.reader
+                    .get_verified(term, |a, b| file.verify(base + a, base + b))?
+            }
         } else {
             d.reader.get(term)
         };
