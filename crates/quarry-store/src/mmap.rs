@@ -1,15 +1,28 @@
-//! [`MmapDirectory`]: files are memory-mapped once; every read is a zero-copy view.
+//! [`MmapDirectory`]: files are memory-mapped once; every read is a zero-copy view (stored
+//! fields excepted: they are read with `pread`, see [`MmapDirectory`]).
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use memmap2::{Advice, Mmap};
 
+use crate::adaptive::FileKind;
+use crate::batch::BatchMode;
 use crate::directory::{fadvise_dontneed, FsDirectory};
+use crate::pread::PreadFile;
 use crate::{Bytes, Directory, DirectoryKind, FileHandle, Result, StoreError};
 
 /// Reads through `mmap(2)`: no syscall and no copy per read, which suits the random access of
 /// skipping and block-max pruning.
+///
+/// Stored-fields files (`.store`) are the exception: they are read with positioned reads
+/// (`POSIX_FADV_RANDOM`, so a cache miss reads exactly the requested pages). A search reads one
+/// small block per top hit from them, and a mapping is a poor fit for that: when the page cache
+/// holds the file in large folios (up to 2 MiB, as Linux 6.x readahead builds them after a
+/// sequential read), touching one byte of a mapping maps the whole folio into the process, so
+/// ten stored documents added 12-15 MiB to a fresh process's resident set on W2 (a copy of a
+/// few KB per block costs nothing next to decoding it). Their handles have no
+/// [`FileHandle::mapped_view`].
 #[derive(Debug, Clone)]
 pub struct MmapDirectory {
     fs: FsDirectory,
@@ -143,6 +156,11 @@ pub fn map_for_sequential_read(path: &Path) -> Result<Bytes> {
 
 impl Directory for MmapDirectory {
     fn open(&self, name: &str) -> Result<Arc<dyn FileHandle>> {
+        if FileKind::of(name) == FileKind::Stored {
+            let file = PreadFile::open(&self.fs, name, BatchMode::Auto)?;
+            file.advise_random();
+            return Ok(Arc::new(file));
+        }
         Ok(Arc::new(MappedFile::open(&self.fs, name, &[])?))
     }
     crate::directory::delegate_fs_ops!();

@@ -54,6 +54,16 @@ impl PreadFile {
             batch,
         })
     }
+
+    /// Tells the kernel that reads of this file are random (`POSIX_FADV_RANDOM`): a read that
+    /// misses the page cache then reads exactly its pages, not a readahead window. A hint: a
+    /// refusal changes nothing but the amount read.
+    pub(crate) fn advise_random(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the fd is valid for the lifetime of `self.file`; posix_fadvise takes integers.
+        let _ =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
 }
 
 impl FileHandle for PreadFile {

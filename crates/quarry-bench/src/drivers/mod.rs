@@ -180,8 +180,12 @@ pub fn run<E: SearchEngine>(cmd: DriverCmd) -> Result<()> {
             deadline_ms,
         } => probe::probe_cmd::<E>(&index, &queries, Mode::parse(&mode)?, rounds, deadline_ms),
         DriverCmd::Coldstart { index, query } => {
-            let rec = coldstart_cmd::<E>(&index, &query)?;
-            protocol::emit(&rec)
+            let (rec, engine) = coldstart_cmd::<E>(&index, &query)?;
+            protocol::emit(&rec)?;
+            // Closing the index (unmapping files, freeing caches) comes after the result line:
+            // it is not part of "spawn -> first result".
+            drop(engine);
+            Ok(())
         }
     }
 }
@@ -404,8 +408,9 @@ fn time_query<E: SearchEngine>(
     })
 }
 
-/// Open -> parse -> top-10 search -> stored ids of the hits, all timed as one span.
-fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<ColdstartRecord> {
+/// Open -> parse -> top-10 search -> stored ids of the hits, all timed as one span. Returns the
+/// still open engine with the record, so that closing it happens after the record is printed.
+fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<(ColdstartRecord, E)> {
     let start = Instant::now();
     let engine = E::open(dir)?;
     let q = engine.parse(query)?;
@@ -413,7 +418,7 @@ fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<ColdstartRe
     let top = engine.top(&out)?;
     let us = start.elapsed().as_nanos() as f64 / 1000.0;
     std::hint::black_box(&top);
-    Ok(ColdstartRecord {
+    let rec = ColdstartRecord {
         engine: E::NAME.into(),
         op: "coldstart".into(),
         open_to_first_result_us: us,
@@ -421,5 +426,6 @@ fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<ColdstartRe
         peak_rss_bytes: measure::peak_rss_bytes(),
         major_faults: measure::major_faults(),
         hits: E::hits(&out).0,
-    })
+    };
+    Ok((rec, engine))
 }

@@ -16,6 +16,13 @@ use crate::index::verified::{RegionCheck, VerifiedFile};
 use crate::schema::Schema;
 use crate::{Error, Result};
 
+/// Bytes of one entry of the stored block index: first doc (u32) and block start (u64).
+const STORED_INDEX_ENTRY: usize = 12;
+
+/// Entries of the stored block index read per lookup while the whole index is not in memory: one
+/// 4 KiB chunk's worth.
+const STORED_INDEX_WINDOW: u32 = 341;
+
 /// The segment's data files, by position in [`SEGMENT_FILES`] (minus meta); every read of
 /// them goes through [`VerifiedFile`] (chunk checksums of format v3).
 struct Files {
@@ -429,7 +436,7 @@ impl SegmentReader {
         if let Some(b) = self.stored_index.get() {
             return Ok(b);
         }
-        let len = u64::from(self.meta.stored_blocks) * 12;
+        let len = u64::from(self.meta.stored_blocks) * STORED_INDEX_ENTRY as u64;
         let b = read_body(
             &self.files.store,
             self.meta.stored_index_offset,
@@ -488,12 +495,104 @@ impl SegmentReader {
         Ok(())
     }
 
+    /// `doc`'s stored block as (first doc of the block, start, end in the file). Once the whole
+    /// block index was read (merges, `check`) it is searched in memory. Otherwise only windows of
+    /// [`STORED_INDEX_WINDOW`] entries are read, the first one around the block that `doc`'s
+    /// position among the segment's documents predicts: a top-10 then reads a few KB of the
+    /// index (170 KB per W2 segment) and leaves the rest of it out of memory and the page cache.
+    fn stored_block(&self, doc: u32) -> Result<(u32, u64, u64)> {
+        if self.stored_index.get().is_some() || self.meta.stored_blocks <= 2 * STORED_INDEX_WINDOW {
+            let index = self.stored_block_index()?;
+            return index.block_range(index.block_of(doc)?);
+        }
+        self.stored_block_windowed(doc, STORED_INDEX_WINDOW)
+    }
+
+    /// [`stored_block`](Self::stored_block) reading `window` (at least 1) entries of the block
+    /// index at a time: a window around the predicted block, then halving the range left.
+    fn stored_block_windowed(&self, doc: u32, window: u32) -> Result<(u32, u64, u64)> {
+        let n = self.meta.stored_blocks;
+        let docs = self.meta.doc_count;
+        if doc >= docs {
+            return Err(Error::InvalidArgument(format!(
+                "doc {doc} out of range ({docs} docs)"
+            )));
+        }
+        let name = self.files.store.name();
+        let base = self.meta.stored_index_offset;
+        // Blocks end where the index starts.
+        let data_end = base;
+        let entry_len = STORED_INDEX_ENTRY as u64;
+        // The block holding `doc` is in [lo, hi).
+        let (mut lo, mut hi) = (0u32, n);
+        let mut guess = (u64::from(doc) * u64::from(n) / u64::from(docs)) as u32;
+        loop {
+            if lo >= hi {
+                return Err(Error::corrupt(
+                    name,
+                    format!("stored block index does not cover doc {doc} (entries out of order)"),
+                ));
+            }
+            let b = (guess.saturating_sub(window / 2).max(lo) + window).min(hi);
+            let a = b.saturating_sub(window).max(lo);
+            // Entries [a, b), plus entry b (the end of block b - 1 and where the window stops).
+            let read_end = (b + 1).min(n);
+            let bytes = read_body(
+                &self.files.store,
+                base + u64::from(a) * entry_len,
+                u64::from(read_end - a) * entry_len,
+                "stored block index",
+            )?;
+            let entry = |i: u32| {
+                let o = (i - a) as usize * STORED_INDEX_ENTRY;
+                let e = &bytes[o..o + STORED_INDEX_ENTRY];
+                (
+                    u32::from_le_bytes(e[0..4].try_into().expect("4 bytes")),
+                    u64::from_le_bytes(e[4..12].try_into().expect("8 bytes")),
+                )
+            };
+            if entry(a).0 > doc {
+                if a == 0 {
+                    return Err(Error::corrupt(
+                        name,
+                        format!("stored block 0 starts at doc {}, not 0", entry(0).0),
+                    ));
+                }
+                hi = a;
+                guess = lo + (hi - lo) / 2;
+                continue;
+            }
+            if b < n && entry(b).0 <= doc {
+                lo = b;
+                guess = lo + (hi - lo) / 2;
+                continue;
+            }
+            // The last entry of [a, b) whose first doc is at most `doc`.
+            let (mut l, mut h) = (a, b);
+            while h - l > 1 {
+                let mid = l + (h - l) / 2;
+                if entry(mid).0 <= doc {
+                    l = mid;
+                } else {
+                    h = mid;
+                }
+            }
+            let (first, start) = entry(l);
+            let end = if l + 1 < n { entry(l + 1).1 } else { data_end };
+            if start > end || end > data_end {
+                return Err(Error::corrupt(
+                    name,
+                    format!("stored block {l} has a bad offset"),
+                ));
+            }
+            return Ok((first, start, end));
+        }
+    }
+
     /// The stored fields of `doc` as a JSON object.
     pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
         let name = self.files.store.name();
-        let index = self.stored_block_index()?;
-        let b = index.block_of(doc)?;
-        let (first, start, end) = index.block_range(b)?;
+        let (first, start, end) = self.stored_block(doc)?;
         let block = self.files.store.read(start, end)?;
         let (lens, data) = decode_block(name, self.files.store.version(), &block)?;
         let bytes = doc_in_block(
@@ -511,33 +610,28 @@ impl SegmentReader {
     /// read with one batched read ([`VerifiedFile::read_many`]) and each decoded once.
     pub fn stored_docs(&self, docs: &[u32]) -> Result<Vec<Map<String, Value>>> {
         let name = self.files.store.name();
-        let index = self.stored_block_index()?;
-        let mut blocks: Vec<u32> = docs
+        let located: Vec<(u32, u64, u64)> = docs
             .iter()
-            .map(|&d| index.block_of(d))
+            .map(|&d| self.stored_block(d))
             .collect::<Result<_>>()?;
-        blocks.sort_unstable();
-        blocks.dedup();
-        let mut ranges = Vec::with_capacity(blocks.len());
-        let mut firsts = Vec::with_capacity(blocks.len());
-        for &b in &blocks {
-            let (first, start, end) = index.block_range(b)?;
-            firsts.push(first);
-            ranges.push(start..end);
-        }
+        let mut blocks = located.clone();
+        blocks.sort_unstable_by_key(|&(_, start, _)| start);
+        blocks.dedup_by_key(|&mut (_, start, _)| start);
+        let ranges: Vec<_> = blocks.iter().map(|&(_, start, end)| start..end).collect();
         let read = self.files.store.read_many(&ranges)?;
         let decoded = read
             .iter()
             .map(|bytes| decode_block(name, self.files.store.version(), bytes))
             .collect::<Result<Vec<_>>>()?;
         docs.iter()
-            .map(|&doc| {
+            .zip(&located)
+            .map(|(&doc, &(first, start, _))| {
                 let i = blocks
-                    .binary_search(&index.block_of(doc)?)
+                    .binary_search_by_key(&start, |&(_, s, _)| s)
                     .expect("every block was read");
                 let (lens, data) = &decoded[i];
                 let at = doc
-                    .checked_sub(firsts[i])
+                    .checked_sub(first)
                     .ok_or_else(|| Error::corrupt(name, "stored block index out of order"))?;
                 let bytes = doc_in_block(name, lens, data, at as usize)?;
                 decode_doc(&self.schema, bytes).in_file(name)
@@ -567,5 +661,64 @@ impl SegmentReader {
     /// The sequence number (index order) of `doc`.
     pub fn seq(&self, doc: u32) -> u64 {
         self.meta.seq(doc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Document, FieldValue, Index, IndexWriter, Schema, WriterOptions};
+
+    /// The windowed lookup of a document's stored block finds the same block as the search of
+    /// the whole block index, for every document and window size (one entry upwards).
+    #[test]
+    fn windowed_stored_block_lookup_matches_the_whole_index() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::builder().integer("id").text("body", true).build();
+        let opts = WriterOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+        for i in 0..1500u64 {
+            // Uneven document sizes, so that blocks hold different numbers of documents.
+            let words = 20 + (i * 7919 % 400) as usize;
+            let body: Vec<String> = (0..words)
+                .map(|j| format!("w{}", (i + j as u64) % 997))
+                .collect();
+            let mut d = Document::new();
+            d.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
+            d.add(&schema, "body", FieldValue::Str(body.join(" ")))
+                .unwrap();
+            w.add_document(d).unwrap();
+        }
+        w.commit().unwrap();
+        drop(w);
+        let index = Index::open(tmp.path()).unwrap();
+        let seg = &index.segments()[0];
+        let blocks = seg.meta().stored_blocks;
+        assert!(blocks > 30, "{blocks} stored blocks: too few for the test");
+        let windowed: Vec<Vec<(u32, u64, u64)>> = [1u32, 2, 3, 8, 1000]
+            .iter()
+            .map(|&win| {
+                (0..seg.doc_count())
+                    .map(|d| seg.stored_block_windowed(d, win).unwrap())
+                    .collect()
+            })
+            .collect();
+        let whole = seg.stored_block_index().unwrap();
+        for d in 0..seg.doc_count() {
+            let want = whole.block_range(whole.block_of(d).unwrap()).unwrap();
+            for (w, got) in windowed.iter().enumerate() {
+                assert_eq!(got[d as usize], want, "doc {d}, window set {w}");
+            }
+        }
+        assert!(seg.stored_block_windowed(seg.doc_count(), 3).is_err());
+        // The public paths agree with each other after the lookup switched to the whole index.
+        let docs = [0u32, 7, 750, 1499, 7];
+        let batch = seg.stored_docs(&docs).unwrap();
+        for (d, got) in docs.iter().zip(batch) {
+            assert_eq!(got["id"].as_i64(), Some(i64::from(*d)));
+            assert_eq!(seg.stored_fields(*d).unwrap(), got);
+        }
     }
 }
