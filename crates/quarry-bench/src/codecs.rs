@@ -3,8 +3,8 @@
 //! `quarry-bench codecs` (and every `run`, whose report gets the figures) measures, on one core,
 //! through the public API of `quarry-codecs` (so faster kernels added there show up here):
 //! - bit-packed blocks of 128 (`BlockCodec::unpack`, frequency blocks) for every width 0..=32,
-//!   once per unpack kernel this CPU can run (`quarry_codecs::Kernel`: scalar, sse, avx2,
-//!   avx512; the engine uses the one marked *default*);
+//!   once per unpack kernel this CPU can run (`quarry_codecs::Kernel`: scalar, sse, avx2;
+//!   the report names the one the engine uses);
 //! - delta-coded sorted blocks (`BlockCodec::unpack_sorted`, doc-id blocks) for every width that
 //!   a sorted block of u32 can have, per kernel as well;
 //! - LEB128 varints (`varint::read_u32`) by encoded length 1..=5 bytes;
@@ -47,7 +47,7 @@ pub struct DecodeFigure {
     pub codec: String,
     /// Bits per value (bit-packed), bytes per value (varint), or 0 (tail).
     pub width: u32,
-    /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`, `avx512`); empty for
+    /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`); empty for
     /// the varint codecs (and in reports written before kernels were measured).
     #[serde(default)]
     pub kernel: String,

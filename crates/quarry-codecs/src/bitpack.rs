@@ -116,10 +116,7 @@ impl BlockCodec {
     ) -> Result<usize, CodecError> {
         let len = checked_len(bytes, bits)?;
         match self.table {
-            Some(t) => {
-                (t.unpack[usize::from(bits)])(&bytes[..len], out);
-                (t.integrate)(base, out);
-            }
+            Some(t) => (t.unpack_sorted[usize::from(bits)])(base, &bytes[..len], out),
             None => {
                 self.packer
                     .decompress_sorted(base, &bytes[..len], out, bits);

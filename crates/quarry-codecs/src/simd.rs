@@ -14,11 +14,15 @@
 //!   before the hand-written kernels;
 //! - `avx2`: one 256-bit register carries positions `k` and `16 + k` of the four lanes (two
 //!   128-bit halves with their own shift counts, `vpsrlvd`/`vpsllvd`), unrolled per width;
-//! - `avx512`: one 512-bit register carries positions `k`, `8 + k`, `16 + k`, `24 + k`.
 //!
-//! The prefix sum of sorted blocks runs after the unpack for `avx2`/`avx512` (an AVX2 pass).
+//! An AVX-512 twin (positions `k`, `8 + k`, `16 + k`, `24 + k` in one 512-bit register) was
+//! written and measured: no faster than `avx2` on this machine's blocks (see
+//! `bench/results/simd-2026-11-23.md`), and its intrinsics need Rust 1.89 (MSRV is 1.88), so
+//! it is not kept.
+//!
+//! Sorted blocks: `avx2` fuses the prefix sum into the unpack.
 //! The choice is made once per process ([`Kernel::default_kernel`]): `QUARRY_SIMD=scalar|sse|
-//! avx2|avx512|auto` forces one (an unavailable or unknown value falls back to `auto`).
+//! avx2|auto` forces one (an unavailable or unknown value falls back to `auto`).
 use std::sync::OnceLock;
 
 use crate::bitpack::BLOCK_LEN;
@@ -29,22 +33,24 @@ pub enum Kernel {
     Scalar,
     Sse,
     Avx2,
-    Avx512,
 }
 
 /// Unpacks one block of `B` bits per value; `bytes` holds at least `16 * B` bytes (checked by
 /// the caller, and again by the entry points before any unchecked read).
 pub(crate) type UnpackFn = fn(&[u8], &mut [u32; BLOCK_LEN]);
 
-/// A kernel's entry points, one unpack function per width 0..=32 and the prefix sum.
+/// Unpacks one sorted block of `B` bits per value: differences, summed from the base.
+pub(crate) type UnpackSortedFn = fn(u32, &[u8], &mut [u32; BLOCK_LEN]);
+
+/// A kernel's entry points, one unpack function per width 0..=32, plain and sorted.
 pub(crate) struct Table {
     pub(crate) unpack: [UnpackFn; 33],
-    pub(crate) integrate: fn(u32, &mut [u32; BLOCK_LEN]),
+    pub(crate) unpack_sorted: [UnpackSortedFn; 33],
 }
 
 impl Kernel {
     /// Every kernel, slowest first.
-    pub const ALL: [Kernel; 4] = [Kernel::Scalar, Kernel::Sse, Kernel::Avx2, Kernel::Avx512];
+    pub const ALL: [Kernel; 3] = [Kernel::Scalar, Kernel::Sse, Kernel::Avx2];
 
     /// The name used by `QUARRY_SIMD` and the benchmarks.
     pub fn name(self) -> &'static str {
@@ -52,7 +58,6 @@ impl Kernel {
             Kernel::Scalar => "scalar",
             Kernel::Sse => "sse",
             Kernel::Avx2 => "avx2",
-            Kernel::Avx512 => "avx512",
         }
     }
 
@@ -68,13 +73,8 @@ impl Kernel {
             Kernel::Scalar | Kernel::Sse => true,
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("avx512f")
-            }
             #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Avx2 | Kernel::Avx512 => false,
+            Kernel::Avx2 => false,
         }
     }
 
@@ -113,8 +113,6 @@ impl Kernel {
             Kernel::Scalar => Some(&SCALAR),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 if self.available() => Some(&x86::AVX2),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 if self.available() => Some(&x86::AVX512),
             _ => None,
         }
     }
@@ -140,11 +138,16 @@ macro_rules! widths {
 
 static SCALAR: Table = Table {
     unpack: widths!(scalar_entry),
-    integrate: integrate_scalar,
+    unpack_sorted: widths!(scalar_sorted_entry),
 };
 
 fn scalar_entry<const B: u32>(bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
     unpack_scalar(B, bytes, out)
+}
+
+fn scalar_sorted_entry<const B: u32>(base: u32, bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
+    unpack_scalar(B, bytes, out);
+    integrate_scalar(base, out);
 }
 
 /// The reference decoder: value by value, bounds-checked (panics only if `bytes` is shorter than
@@ -197,12 +200,7 @@ mod x86 {
 
     pub(super) static AVX2: Table = Table {
         unpack: widths!(avx2_entry),
-        integrate: integrate_entry,
-    };
-
-    pub(super) static AVX512: Table = Table {
-        unpack: widths!(avx512_entry),
-        integrate: integrate_entry,
+        unpack_sorted: widths!(avx2_sorted_entry),
     };
 
     /// Runs `$body` with `$k` bound to each of the literals, unrolled (so that every word index
@@ -221,23 +219,16 @@ mod x86 {
         // SAFETY: `AVX2` (the only place this function is referenced) is handed out by
         // `Kernel::table` only after `is_x86_feature_detected!("avx2")`; the input length
         // was checked above, `out` is a whole block.
-        unsafe { unpack_avx2::<B>(bytes, out) }
+        unsafe { unpack_avx2::<B, false>(0, bytes, out) }
     }
 
-    fn avx512_entry<const B: u32>(bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
+    fn avx2_sorted_entry<const B: u32>(base: u32, bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
         assert!(
             bytes.len() >= 16 * B as usize,
             "caller checks the block length"
         );
-        // SAFETY: `AVX512` is handed out by `Kernel::table` only after avx2 and avx512f were
-        // detected; the input length was checked above, `out` is a whole block.
-        unsafe { unpack_avx512::<B>(bytes, out) }
-    }
-
-    fn integrate_entry(base: u32, out: &mut [u32; BLOCK_LEN]) {
-        // SAFETY: referenced only from the AVX2 and AVX512 tables, both handed out only after
-        // avx2 was detected; `out` is a whole block of 128 integers.
-        unsafe { integrate_avx2(base, out) }
+        // SAFETY: as in `avx2_entry`.
+        unsafe { unpack_avx2::<B, true>(base, bytes, out) }
     }
 
     /// Word index and shift of position `pos` of a lane at `B` bits, and the word holding the
@@ -251,23 +242,48 @@ mod x86 {
         (w as usize, s, next as usize)
     }
 
+    /// Unpacks a block; with `SORTED`, the values are differences and the prefix sum from
+    /// `base` is fused in: each 128-bit half (positions `k` and `16 + k`, i.e. integers `4k..`
+    /// and `64 + 4k..`) runs its own running sum with in-lane shuffles, the second half from 0,
+    /// and the first half's total is added to the second half at the end.
+    ///
     /// # Safety
     /// AVX2 must be available and `bytes.len() >= 16 * B`.
     #[target_feature(enable = "avx2")]
-    unsafe fn unpack_avx2<const B: u32>(bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
+    // The unrolled loop's last step sets a carry no later step reads.
+    #[allow(unused_assignments)]
+    unsafe fn unpack_avx2<const B: u32, const SORTED: bool>(
+        base: u32,
+        bytes: &[u8],
+        out: &mut [u32; BLOCK_LEN],
+    ) {
         let o = out.as_mut_ptr().cast::<__m128i>();
         if B == 0 {
-            out.fill(0);
+            out.fill(if SORTED { base } else { 0 });
             return;
         }
         if B == 32 {
             for (v, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
                 *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             }
+            if SORTED {
+                // SAFETY: AVX2 is available (this function's own contract).
+                unsafe { integrate_avx2(base, out) };
+            }
             return;
         }
         let inp = bytes.as_ptr().cast::<__m128i>();
         let mask = _mm256_set1_epi32(((1u64 << B) - 1) as i32);
+        let mut carry = _mm256_setr_epi32(
+            base as i32,
+            base as i32,
+            base as i32,
+            base as i32,
+            0,
+            0,
+            0,
+            0,
+        );
         unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
             let (w0, s0, n0) = place::<B>(k);
             let (w1, s1, n1) = place::<B>(16 + k);
@@ -290,68 +306,26 @@ mod x86 {
                     v = _mm256_or_si256(v, _mm256_sllv_epi32(nxt, sl));
                 }
                 v = _mm256_and_si256(v, mask);
+                if SORTED {
+                    v = _mm256_add_epi32(v, _mm256_slli_si256::<4>(v));
+                    v = _mm256_add_epi32(v, _mm256_slli_si256::<8>(v));
+                    v = _mm256_add_epi32(v, carry);
+                    carry = _mm256_shuffle_epi32::<0xFF>(v);
+                }
                 _mm256_storeu2_m128i(o.add(16 + k as usize), o.add(k as usize), v);
             }
         });
-    }
-
-    /// # Safety
-    /// AVX-512F must be available and `bytes.len() >= 16 * B`.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn unpack_avx512<const B: u32>(bytes: &[u8], out: &mut [u32; BLOCK_LEN]) {
-        let o = out.as_mut_ptr().cast::<__m128i>();
-        if B == 0 {
-            out.fill(0);
-            return;
-        }
-        if B == 32 {
-            for (v, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            }
-            return;
-        }
-        let inp = bytes.as_ptr().cast::<__m128i>();
-        let mask = _mm512_set1_epi32(((1u64 << B) - 1) as i32);
-        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let (w0, s0, n0) = place::<B>(k);
-            let (w1, s1, n1) = place::<B>(8 + k);
-            let (w2, s2, n2) = place::<B>(16 + k);
-            let (w3, s3, n3) = place::<B>(24 + k);
-            // SAFETY: as in `unpack_avx2`, every word index is below B, so each 16-byte read
-            // lies in the first 16 * B bytes; the four stores are the block's positions
-            // k, 8 + k, 16 + k, 24 + k (each 16 bytes inside `out`).
-            unsafe {
-                macro_rules! gather {
-                    ($a:expr, $b:expr, $c:expr, $d:expr) => {{
-                        let r = _mm512_castsi128_si512(_mm_loadu_si128(inp.add($a)));
-                        let r = _mm512_inserti32x4::<1>(r, _mm_loadu_si128(inp.add($b)));
-                        let r = _mm512_inserti32x4::<2>(r, _mm_loadu_si128(inp.add($c)));
-                        _mm512_inserti32x4::<3>(r, _mm_loadu_si128(inp.add($d)))
-                    }};
+        if SORTED {
+            let low_total = _mm256_set1_epi32(out[63] as i32);
+            let p = out.as_mut_ptr().cast::<__m256i>();
+            for i in 8..16 {
+                // SAFETY: 8 <= i < 16: 32-byte accesses inside the 512-byte block.
+                unsafe {
+                    let x = _mm256_loadu_si256(p.add(i));
+                    _mm256_storeu_si256(p.add(i), _mm256_add_epi32(x, low_total));
                 }
-                let sr = _mm512_setr_epi32(
-                    s0 as i32, s0 as i32, s0 as i32, s0 as i32,
-                    s1 as i32, s1 as i32, s1 as i32, s1 as i32,
-                    s2 as i32, s2 as i32, s2 as i32, s2 as i32,
-                    s3 as i32, s3 as i32, s3 as i32, s3 as i32,
-                );
-                let mut v = _mm512_srlv_epi32(gather!(w0, w1, w2, w3), sr);
-                if n0 != w0 || n1 != w1 || n2 != w2 || n3 != w3 {
-                    let (t0, t1, t2, t3) =
-                        ((32 - s0) as i32, (32 - s1) as i32, (32 - s2) as i32, (32 - s3) as i32);
-                    let sl = _mm512_setr_epi32(
-                        t0, t0, t0, t0, t1, t1, t1, t1, t2, t2, t2, t2, t3, t3, t3, t3,
-                    );
-                    v = _mm512_or_si512(v, _mm512_sllv_epi32(gather!(n0, n1, n2, n3), sl));
-                }
-                v = _mm512_and_si512(v, mask);
-                let k = k as usize;
-                _mm_storeu_si128(o.add(k), _mm512_castsi512_si128(v));
-                _mm_storeu_si128(o.add(8 + k), _mm512_extracti32x4_epi32::<1>(v));
-                _mm_storeu_si128(o.add(16 + k), _mm512_extracti32x4_epi32::<2>(v));
-                _mm_storeu_si128(o.add(24 + k), _mm512_extracti32x4_epi32::<3>(v));
             }
-        });
+        }
     }
 
     /// Wrapping prefix sum of a block from `base`, eight integers per step.
@@ -448,8 +422,8 @@ mod tests {
                     prop_assert_eq!(got, want, "{} width {}", kernel, bits);
                     let mut want_sorted = want;
                     integrate_scalar(base, &mut want_sorted);
-                    (table.integrate)(base, &mut got);
-                    prop_assert_eq!(got, want_sorted, "{} integrate width {}", kernel, bits);
+                    (table.unpack_sorted[bits as usize])(base, &bytes[..len], &mut got);
+                    prop_assert_eq!(got, want_sorted, "{} sorted width {}", kernel, bits);
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! One segment opened for reading: its meta and file handles; structures are looked up in place.
 use std::sync::{Arc, OnceLock};
 
-use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
+use quarry_codecs::{CHUNK_SIZE, FOOTER_LEN, HEADER_LEN};
 use quarry_store::{Bytes, Directory, FileHandle};
 use serde_json::{Map, Value};
 
@@ -274,8 +274,20 @@ impl SegmentReader {
         let offset = if d.lazy && d.whole.get().is_none() {
             let base = self.meta.fields[field as usize].fst_offset;
             let file = &self.files.terms;
-            d.reader
-                .get_verified(term, |a, b| file.verify(base + a, base + b))?
+            // `verify` checks whole chunks, so after a call every byte of the chunks around its
+            // range is known good: ranges inside the last such span (most nodes of a path, and
+            // a node's span after its header) skip the verified-bitmap lookup.
+            let chunk = CHUNK_SIZE as u64;
+            let mut known = 0u64..0u64;
+            d.reader.get_verified(term, |a, b| {
+                let (a, b) = (base + a, base + b);
+                if a >= known.start && b <= known.end {
+                    return Ok(());
+                }
+                file.verify(a, b)?;
+                known = a / chunk * chunk..b.div_ceil(chunk) * chunk;
+                Ok(())
+            })?
         } else {
             d.reader.get(term)
         };
