@@ -13,7 +13,7 @@
 //! - `sse`: the `bitpacking` crate's `BitPacker4x` (SSE3, fused prefix sum), quarry's decoder
 //!   before the hand-written kernels;
 //! - `avx2`: one 256-bit register carries positions `k` and `16 + k` of the four lanes (two
-//!   128-bit halves with their own shift counts, `vpsrlvd`/`vpsllvd`), unrolled per width;
+//!   128-bit halves with their own shift counts, `vpsrlvd`/`vpsllvd`), unrolled per width.
 //!
 //! An AVX-512 twin (positions `k`, `8 + k`, `16 + k`, `24 + k` in one 512-bit register) was
 //! written and measured: no faster than `avx2` on this machine's blocks (see
