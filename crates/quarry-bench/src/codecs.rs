@@ -2,9 +2,11 @@
 //!
 //! `quarry-bench codecs` (and every `run`, whose report gets the figures) measures, on one core,
 //! through the public API of `quarry-codecs` (so faster kernels added there show up here):
-//! - bit-packed blocks of 128 (`BlockCodec::unpack`, frequency blocks) for every width 0..=32;
+//! - bit-packed blocks of 128 (`BlockCodec::unpack`, frequency blocks) for every width 0..=32,
+//!   once per unpack kernel this CPU can run (`quarry_codecs::Kernel`: scalar, sse, avx2;
+//!   the report names the one the engine uses);
 //! - delta-coded sorted blocks (`BlockCodec::unpack_sorted`, doc-id blocks) for every width that
-//!   a sorted block of u32 can have;
+//!   a sorted block of u32 can have, per kernel as well;
 //! - LEB128 varints (`varint::read_u32`) by encoded length 1..=5 bytes;
 //! - the postings tail (the last block of a list, fewer than 128 documents): per document one
 //!   u64 varint `delta << 1 | (freq == 1)` and, when freq > 1, a u32 varint, decoded with
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
-use quarry_codecs::{varint, BlockCodec, BLOCK_LEN};
+use quarry_codecs::{varint, BlockCodec, Kernel, BLOCK_LEN};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Args)]
@@ -45,6 +47,10 @@ pub struct DecodeFigure {
     pub codec: String,
     /// Bits per value (bit-packed), bytes per value (varint), or 0 (tail).
     pub width: u32,
+    /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`); empty for
+    /// the varint codecs (and in reports written before kernels were measured).
+    #[serde(default)]
+    pub kernel: String,
     /// Integers decoded per second on one core.
     pub ints_per_sec: f64,
     /// Encoded input consumed per second, bytes.
@@ -63,6 +69,9 @@ pub struct CodecReport {
     pub memory_read_bytes_per_sec: f64,
     pub memory_buffer_bytes: u64,
     pub millis_per_pass: u64,
+    /// The kernel the engine unpacks with in this process (`QUARRY_SIMD` or the best available).
+    #[serde(default)]
+    pub default_kernel: String,
     pub figures: Vec<DecodeFigure>,
     pub notes: String,
 }
@@ -245,27 +254,41 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
     let codec = BlockCodec::new();
     let mut rng = Rng(0x5EED_C0DE_CAFE_F00D);
     let mut figures = Vec::new();
-    let mut push = |codec: &str, width: u32, rate: f64, bytes_per_int: f64| {
+    let mut push = |codec: &str, kernel: &str, width: u32, rate: f64, bytes_per_int: f64| {
         figures.push(DecodeFigure {
             codec: codec.into(),
             width,
+            kernel: kernel.into(),
             ints_per_sec: rate,
             input_bytes_per_sec: rate * bytes_per_int,
             bytes_per_int,
             memory_bound_ints_per_sec: (bytes_per_int > 0.0).then(|| bandwidth / bytes_per_int),
         });
     };
+    let kernels = Kernel::available_kernels();
     for bits in 0..=32u32 {
         let (bytes, widths) = bitpacked_inputs(&codec, bits, &mut rng);
-        let rate = best_rate(min, || decode_packed(&codec, &bytes, &widths));
-        push("bitpacked", bits, rate, f64::from(bits) / 8.0);
+        for &k in &kernels {
+            let kc = BlockCodec::with_kernel(k);
+            let rate = best_rate(min, || decode_packed(&kc, &bytes, &widths));
+            push("bitpacked", k.name(), bits, rate, f64::from(bits) / 8.0);
+        }
     }
     for bits in 0..=32u32 {
         let Some((bytes, widths, bases)) = sorted_inputs(&codec, bits, &mut rng) else {
             continue;
         };
-        let rate = best_rate(min, || decode_sorted(&codec, &bytes, &widths, &bases));
-        push("bitpacked_sorted", bits, rate, f64::from(bits) / 8.0);
+        for &k in &kernels {
+            let kc = BlockCodec::with_kernel(k);
+            let rate = best_rate(min, || decode_sorted(&kc, &bytes, &widths, &bases));
+            push(
+                "bitpacked_sorted",
+                k.name(),
+                bits,
+                rate,
+                f64::from(bits) / 8.0,
+            );
+        }
     }
     for len in 1..=5u32 {
         let lo = if len == 1 { 0 } else { 1u64 << (7 * (len - 1)) };
@@ -284,7 +307,7 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
             black_box(sum);
             n as u64
         });
-        push("varint_u32", len, rate, bytes.len() as f64 / n as f64);
+        push("varint_u32", "", len, rate, bytes.len() as f64 / n as f64);
     }
     // Tail blocks: 127 postings each, gaps 1..=64, 70% of the frequencies are 1.
     let mut bytes = Vec::new();
@@ -313,11 +336,18 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
         black_box((doc, fsum));
         2 * postings as u64
     });
-    push("tail", 0, rate, bytes.len() as f64 / (2 * postings) as f64);
+    push(
+        "tail",
+        "",
+        0,
+        rate,
+        bytes.len() as f64 / (2 * postings) as f64,
+    );
     CodecReport {
         memory_read_bytes_per_sec: bandwidth,
         memory_buffer_bytes: buffer as u64,
         millis_per_pass: args.millis,
+        default_kernel: Kernel::default_kernel().name().into(),
         figures,
         notes: "one core; inputs of 256 blocks stay in L2, so decode figures are compute bound; \
                 memory-bound rate = streaming read bandwidth / encoded bytes per integer; tail \
@@ -338,16 +368,19 @@ pub fn markdown(r: &CodecReport) -> String {
         md,
         "Memory: streaming read of a {} MiB buffer on one core: **{:.1} GB/s**. Decode figures are \
          integers per second on one core ({}); *memory-bound* is what that bandwidth could feed at \
-         the codec's density, *decode / memory-bound* above 1 means decoding outruns RAM.\n",
+         the codec's density, *decode / memory-bound* above 1 means decoding outruns RAM. \
+         Bit-packed blocks are measured with every unpack kernel this CPU runs; the engine uses \
+         `{}`.\n",
         r.memory_buffer_bytes >> 20,
         r.memory_read_bytes_per_sec / 1e9,
-        r.notes
+        r.notes,
+        if r.default_kernel.is_empty() { "?" } else { &r.default_kernel },
     );
     let _ = writeln!(
         md,
-        "| codec | width | bytes/int | decode ints/s | input GB/s | memory-bound ints/s | decode / memory-bound |"
+        "| codec | kernel | width | bytes/int | decode ints/s | input GB/s | memory-bound ints/s | decode / memory-bound |"
     );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
     for f in &r.figures {
         let width = match f.codec.as_str() {
             "varint_u32" => format!("{} B", f.width),
@@ -360,8 +393,13 @@ pub fn markdown(r: &CodecReport) -> String {
         };
         let _ = writeln!(
             md,
-            "| {} | {width} | {:.3} | {} | {:.2} | {} | {ratio} |",
+            "| {} | {} | {width} | {:.3} | {} | {:.2} | {} | {ratio} |",
             f.codec,
+            if f.kernel.is_empty() {
+                "–"
+            } else {
+                &f.kernel
+            },
             f.bytes_per_int,
             rate(f.ints_per_sec),
             f.input_bytes_per_sec / 1e9,
@@ -418,8 +456,18 @@ mod tests {
         });
         assert!(r.memory_read_bytes_per_sec > 0.0);
         let count = |c: &str| r.figures.iter().filter(|f| f.codec == c).count();
-        assert_eq!(count("bitpacked"), 33);
-        assert_eq!(count("bitpacked_sorted"), 25);
+        let kernels = Kernel::available_kernels();
+        assert_eq!(count("bitpacked"), 33 * kernels.len());
+        assert_eq!(count("bitpacked_sorted"), 25 * kernels.len());
+        for k in &kernels {
+            let of = |c: &str| {
+                r.figures
+                    .iter()
+                    .filter(|f| f.codec == c && f.kernel == k.name())
+                    .count()
+            };
+            assert_eq!((of("bitpacked"), of("bitpacked_sorted")), (33, 25), "{k}");
+        }
         assert_eq!(count("varint_u32"), 5);
         assert_eq!(count("tail"), 1);
         assert!(r.figures.iter().all(|f| f.ints_per_sec > 0.0));
@@ -427,7 +475,10 @@ mod tests {
             serde_json::from_value(serde_json::to_value(&r).unwrap()).expect("JSON round trip");
         assert_eq!(back.figures.len(), r.figures.len());
         let md = markdown(&back);
-        assert!(md.contains("| bitpacked | 32 bits | 4.000 |"), "{md}");
-        assert!(md.contains("| varint_u32 | 1 B | 1.000 |"), "{md}");
+        assert!(
+            md.contains("| bitpacked | scalar | 32 bits | 4.000 |"),
+            "{md}"
+        );
+        assert!(md.contains("| varint_u32 | – | 1 B | 1.000 |"), "{md}");
     }
 }

@@ -1,4 +1,5 @@
-//! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128, LEB128 varints,
+//! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128 (with run-time
+//! chosen SIMD unpack kernels), LEB128 varints,
 //! a bounds-checked little-endian reader, CRC32C, and the header/footer every file carries.
 //!
 //! Nothing here knows about documents or queries; every decoder treats its input as untrusted and
@@ -9,6 +10,7 @@ pub mod checksum;
 pub mod error;
 pub mod framing;
 pub mod reader;
+pub mod simd;
 pub mod varint;
 
 pub use bitpack::{BlockCodec, BLOCK_LEN};
@@ -16,3 +18,4 @@ pub use checksum::crc32c;
 pub use error::CodecError;
 pub use framing::{ChunkSums, FileKind, Header, CHUNK_SIZE, FOOTER_LEN, HEADER_LEN};
 pub use reader::ByteReader;
+pub use simd::Kernel;
