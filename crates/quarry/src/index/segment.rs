@@ -422,6 +422,56 @@ impl SegmentReader {
         ))
     }
 
+    /// Cursors with positions over several terms of one field (a phrase's terms), in order;
+    /// `terms` come from [`term_info_at`](Self::term_info_at).
+    ///
+    /// Mapped positions are used in place as [`postings`](Self::postings) does. In pread and
+    /// direct modes the positions of all the terms are fetched with one batched read
+    /// ([`VerifiedFile::read_many`]: one io_uring submission, or pread per range where io_uring
+    /// is unavailable), verified by that read, instead of one synchronous read per term.
+    pub fn phrase_postings(
+        &self,
+        field: u32,
+        terms: &[(TermInfo, Bytes)],
+    ) -> Result<Vec<PostingsCursor>> {
+        let pos = &self.files.pos;
+        if self.pos_view.is_some() || terms.len() < 2 || !self.schema.field(field).has_positions() {
+            return terms
+                .iter()
+                .map(|(info, bytes)| self.postings(field, info, bytes, true))
+                .collect();
+        }
+        let ranges = terms
+            .iter()
+            .map(|(info, _)| match info.pos_start.checked_add(info.pos_len) {
+                Some(end) if info.pos_start >= HEADER_LEN as u64 && end <= pos.data_end() => {
+                    Ok(info.pos_start..end)
+                }
+                _ => Err(Error::corrupt(
+                    pos.name(),
+                    format!(
+                        "positions range [{}, +{}) is out of bounds",
+                        info.pos_start, info.pos_len
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let read = pos.read_many(&ranges)?;
+        Ok(terms
+            .iter()
+            .zip(&read)
+            .map(|((info, bytes), positions)| {
+                PostingsCursor::with_checks(
+                    info,
+                    bytes,
+                    Some(positions),
+                    self.meta.doc_count,
+                    [None, None],
+                )
+            })
+            .collect())
+    }
+
     /// The norms of a text field (one byte per document).
     pub fn norms(&self, field: u32) -> Result<Option<&Bytes>> {
         let slot = self
@@ -678,7 +728,82 @@ impl SegmentReader {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Document, FieldValue, Index, IndexWriter, Schema, WriterOptions};
+    use crate::codec::postings::PostingsCursor;
+    use crate::{DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, WriterOptions};
+
+    /// A phrase's cursors from one batched read of their positions (pread, direct) give the
+    /// same documents, frequencies and positions as one cursor per term read on its own, and as
+    /// the mapped cursors; a positions range outside the file is `Corrupt`, not a panic.
+    #[test]
+    fn batched_phrase_positions_equal_one_read_per_term_in_every_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::builder().text("body", true).build();
+        let mut w =
+            IndexWriter::create(tmp.path(), schema.clone(), WriterOptions::default()).unwrap();
+        for i in 0..3000u64 {
+            let body: Vec<String> = (0..30 + i % 50)
+                .map(|j| format!("w{}", (i * 31 + j * j) % 13))
+                .collect();
+            let mut d = Document::new();
+            d.add(&schema, "body", FieldValue::Str(body.join(" ")))
+                .unwrap();
+            w.add_document(d).unwrap();
+        }
+        w.commit().unwrap();
+        drop(w);
+        let field = schema.field_id("body").unwrap();
+        let walk = |cursors: Vec<PostingsCursor>| -> Vec<Vec<(u32, u32, Vec<u32>)>> {
+            cursors
+                .into_iter()
+                .map(|mut c| {
+                    let mut out = Vec::new();
+                    let mut doc = c.next();
+                    while doc != crate::codec::postings::TERMINATED {
+                        let mut pos = Vec::new();
+                        c.positions(&mut pos);
+                        out.push((doc, c.freq(), pos));
+                        doc = c.next();
+                    }
+                    assert!(c.is_corrupt().is_none());
+                    out
+                })
+                .collect()
+        };
+        let mut expected = None;
+        for kind in DirectoryKind::ALL {
+            let index = Index::open_with(tmp.path(), kind).unwrap();
+            let seg = &index.segments()[0];
+            let terms: Vec<_> = ["w1", "w4", "w9"]
+                .iter()
+                .map(|t| seg.term_info(field, t.as_bytes()).unwrap().unwrap())
+                .collect();
+            let one_by_one: Vec<_> = terms
+                .iter()
+                .map(|(info, bytes)| seg.postings(field, info, bytes, true).unwrap())
+                .collect();
+            let one_by_one = walk(one_by_one);
+            assert!(
+                one_by_one.iter().all(|t| t.len() > 100),
+                "{kind}: {:?}",
+                one_by_one.iter().map(Vec::len).collect::<Vec<_>>()
+            );
+            assert_eq!(
+                walk(seg.phrase_postings(field, &terms).unwrap()),
+                one_by_one,
+                "{kind}"
+            );
+            let expected = expected.get_or_insert_with(|| one_by_one.clone());
+            assert_eq!(&one_by_one, expected, "{kind}");
+            let mut bad = terms.clone();
+            bad[1].0.pos_start = u64::MAX - 8;
+            match seg.phrase_postings(field, &bad) {
+                Err(crate::Error::Corrupt { .. }) => {}
+                // Mapped positions are checked when the cursor is built (`postings`).
+                Err(e) => panic!("{kind}: {e}"),
+                Ok(_) => panic!("{kind}: an out-of-range positions range was accepted"),
+            }
+        }
+    }
 
     /// The windowed lookup of a document's stored block finds the same block as the search of
     /// the whole block index, for every document and window size (one entry upwards).

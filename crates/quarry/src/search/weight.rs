@@ -325,16 +325,23 @@ impl Weight {
                 slop,
                 sim,
             } => {
-                let mut pts = Vec::with_capacity(terms.len());
-                for (offset, t) in terms {
+                let mut infos = Vec::with_capacity(terms.len());
+                for (_, t) in terms {
                     match seg.term_info(*field, t.as_bytes())? {
                         None => return Ok(None),
-                        Some((info, bytes)) => pts.push(PhraseTerm {
-                            cursor: seg.postings(*field, &info, &bytes, true)?,
-                            offset: *offset,
-                        }),
+                        Some(found) => infos.push(found),
                     }
                 }
+                // One batched read of every term's positions when they are not mapped.
+                let pts = seg
+                    .phrase_postings(*field, &infos)?
+                    .into_iter()
+                    .zip(terms)
+                    .map(|(cursor, (offset, _))| PhraseTerm {
+                        cursor,
+                        offset: *offset,
+                    })
+                    .collect();
                 let norms = seg.norms(*field)?.cloned();
                 Some(Box::new(PhraseScorer::new(
                     pts,
