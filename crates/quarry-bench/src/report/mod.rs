@@ -764,7 +764,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("## Codec micro-benchmark"), "{md}");
-        assert!(md.contains("| bitpacked | scalar | 8 bits | 1.000 |"), "{md}");
+        assert!(
+            md.contains("| bitpacked | scalar | 8 bits | 1.000 |"),
+            "{md}"
+        );
         assert!(dir.join("v-latency-top10-merged.png").exists());
         assert!(dir.join("v-latency-top10.png").exists());
         std::fs::remove_dir_all(&dir).ok();
