@@ -8,8 +8,8 @@
 use quarry_store::Bytes;
 
 use super::bm25::SimScorer;
-use crate::codec::postings::PostingsCursor;
 pub use crate::codec::postings::TERMINATED;
+use crate::codec::postings::{mark_docs, PostingsCursor, BLOCK};
 
 pub trait Scorer: Send {
     fn doc(&self) -> u32;
@@ -126,6 +126,43 @@ impl TermScorer {
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)
+    }
+    /// Adds the score of every document `d` in `[doc(), end)` to `sums[d - base]`, sets its bit
+    /// in `bits`, and moves past them (`end - base` must not exceed `sums.len()`): the inner loop
+    /// of exhaustive disjunctions, over decoded blocks, each score as [`Scorer::score`] gives it.
+    /// `scratch` holds one block's scores between passes.
+    pub fn score_until(
+        &mut self,
+        base: u32,
+        end: u32,
+        bits: &mut [u64],
+        sums: &mut [f64],
+        scratch: &mut [f32; BLOCK],
+    ) {
+        if self.cursor.doc() >= end {
+            return;
+        }
+        let factors = self.sim.factors();
+        let weight = self.sim.weight;
+        let norms: Option<&[u8]> = self.norms.as_deref();
+        self.cursor.runs_until(end, |docs, freqs| {
+            let m = &mut scratch[..docs.len()];
+            // Three passes so that the middle one, the division, runs 8 lanes wide: the same
+            // operations in the same order as `SimScorer::score`, so bit for bit its result.
+            for ((m, &d), &f) in m.iter_mut().zip(docs).zip(freqs) {
+                let norm = norms.map_or(1, |n| n.get(d as usize).copied().unwrap_or(1));
+                *m = f as f32 * factors[norm as usize];
+            }
+            for m in m.iter_mut() {
+                *m = weight - weight / (1.0 + *m);
+            }
+            mark_docs(docs, base, bits);
+            for (&d, &s) in docs.iter().zip(m.iter()) {
+                if let Some(sum) = sums.get_mut(d.wrapping_sub(base) as usize) {
+                    *sum += f64::from(s);
+                }
+            }
+        });
     }
 }
 

@@ -9,6 +9,7 @@
 //!   per document (as Lucene's BooleanScorer), so each term's postings are read sequentially.
 use super::collector::{LeafCollector, LiveFilter};
 use super::scorer::{Scorer, TermScorer, TERMINATED};
+use crate::codec::postings::BLOCK;
 
 /// Upper bounds are inflated by this factor so float rounding never prunes a document whose
 /// true score equals the threshold.
@@ -204,6 +205,7 @@ pub fn exhaustive<L: LiveFilter>(
         Vec::new()
     };
     let mut bits = [0u64; (WINDOW / 64) as usize];
+    let mut scratch = [0f32; BLOCK];
     let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
     while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
         if top.out_of_time() {
@@ -215,15 +217,11 @@ pub fn exhaustive<L: LiveFilter>(
                 t.mark_until(base, end, &mut bits);
                 continue;
             }
-            let mut d = t.doc();
-            while d < end {
-                let o = (d - base) as usize;
-                bits[o / 64] |= 1 << (o % 64);
-                sums[o] += f64::from(t.score());
-                d = t.next();
-            }
+            t.score_until(base, end, &mut bits, &mut sums, &mut scratch);
         }
         let first_word = (base / 64) as usize;
+        // The bar a hit must reach, re-read only after an offer (the heap changes only then).
+        let mut bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
         for (w, word) in bits.iter_mut().enumerate() {
             let mut x = *word;
             let live = top.live_word(first_word + w);
@@ -231,10 +229,12 @@ pub fn exhaustive<L: LiveFilter>(
             if score {
                 while x != 0 {
                     let o = w * 64 + x.trailing_zeros() as usize;
-                    if live >> (o % 64) & 1 == 1 {
-                        top.offer(base + o as u32, sums[o] as f32);
-                    }
+                    let s = sums[o] as f32;
                     sums[o] = 0.0;
+                    if live >> (o % 64) & 1 == 1 && s >= bar {
+                        top.offer(base + o as u32, s);
+                        bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
+                    }
                     x &= x - 1;
                 }
             }

@@ -30,6 +30,34 @@ pub struct TermInfo {
 }
 
 /// The longest possible entry header (before the skip table), in bytes.
+/// Sets bit `d - base` of `bits` for each of `docs` (increasing, `>= base`); bits past the end
+/// of `bits` are dropped. The bits of one word are gathered in a register and stored once:
+/// dense postings put several documents in each word, and a store per document would chain
+/// every one of them through the same memory location.
+#[inline]
+pub fn mark_docs(docs: &[u32], base: u32, bits: &mut [u64]) {
+    let Some(&first) = docs.first() else {
+        return;
+    };
+    let mut word = (first.wrapping_sub(base) >> 6) as usize;
+    let mut acc = 0u64;
+    for &d in docs {
+        let o = d.wrapping_sub(base);
+        let w = (o >> 6) as usize;
+        if w != word {
+            if let Some(x) = bits.get_mut(word) {
+                *x |= acc;
+            }
+            word = w;
+            acc = 0;
+        }
+        acc |= 1 << (o & 63);
+    }
+    if let Some(x) = bits.get_mut(word) {
+        *x |= acc;
+    }
+}
+
 pub const MAX_HEADER_LEN: usize = 5 + 5 + 1 + 10 + 10 + 10;
 
 impl TermInfo {
@@ -265,6 +293,14 @@ impl PostingsCursor {
     /// Sets bit `d - base` of `bits` for every document `d < end` from the current one on, and
     /// moves past them: counting without scoring, a decoded block at a time.
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
+        self.runs_until(end, |docs, _| mark_docs(docs, base, bits));
+    }
+
+    /// Hands the documents `< end` from the current one on to `f` as runs of decoded
+    /// (docs, freqs) slices, at most one per block, and moves past them: exhaustive loops read
+    /// the decoded arrays in place instead of calling `next` per document.
+    #[inline]
+    pub fn runs_until(&mut self, end: u32, mut f: impl FnMut(&[u32], &[u32])) {
         while self.doc != TERMINATED && self.doc < end {
             let block = &self.docs[self.idx..self.block_len];
             let n = if block[block.len() - 1] < end {
@@ -272,12 +308,7 @@ impl PostingsCursor {
             } else {
                 block.partition_point(|&d| d < end)
             };
-            for &d in &block[..n] {
-                let o = (d - base) as usize;
-                if let Some(w) = bits.get_mut(o >> 6) {
-                    *w |= 1 << (o & 63);
-                }
-            }
+            f(&block[..n], &self.freqs[self.idx..self.idx + n]);
             self.idx += n;
             if self.idx < self.block_len {
                 self.doc = self.docs[self.idx];

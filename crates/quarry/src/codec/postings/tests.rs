@@ -263,6 +263,48 @@ proptest! {
         prop_assert_eq!(seen, docs);
     }
 
+    /// `TermScorer::score_until` over consecutive windows adds, per document, bit for bit the
+    /// score `Scorer::score` gives it one document at a time, and marks exactly its documents.
+    #[test]
+    fn score_until_equals_per_document_scores(gaps in proptest::collection::vec(1u32..90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048)], k in 0.1f32..4.0) {
+        use crate::search::bm25::SimScorer;
+        use crate::search::scorer::{Scorer, TermScorer};
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, _pos, info) = build(&docs, &freqs, &positions);
+        let cache: [f32; 256] = std::array::from_fn(|i| k / (1.0 + i as f32 * 0.37));
+        let sim = SimScorer::with_cache(1.3, 2.7, std::sync::Arc::new(cache));
+        let norms = Bytes::from_vec((0..=*docs.last().unwrap()).map(|d| (d * 31 % 251) as u8).collect());
+        let mut one = TermScorer::new(PostingsCursor::new(&info, &post, None, u32::MAX - 1), sim.clone(), Some(norms.clone()));
+        let mut expected = Vec::new();
+        while one.doc() != TERMINATED {
+            expected.push((one.doc(), f64::from(one.score())));
+            one.next();
+        }
+        let mut t = TermScorer::new(PostingsCursor::new(&info, &post, None, u32::MAX - 1), sim, Some(norms));
+        let mut got = Vec::new();
+        let mut bits = vec![0u64; window.div_ceil(64) as usize];
+        let mut sums = vec![0f64; window as usize];
+        let mut scratch = [0f32; BLOCK];
+        let mut base = 0u32;
+        while t.doc() != TERMINATED {
+            t.score_until(base, base + window, &mut bits, &mut sums, &mut scratch);
+            prop_assert!(t.doc() >= base + window);
+            for (w, word) in bits.iter_mut().enumerate() {
+                let mut x = *word;
+                while x != 0 {
+                    let o = w * 64 + x.trailing_zeros() as usize;
+                    got.push((base + o as u32, sums[o]));
+                    sums[o] = 0.0;
+                    x &= x - 1;
+                }
+                *word = 0;
+            }
+            prop_assert!(sums.iter().all(|&s| s == 0.0));
+            base += window;
+        }
+        prop_assert_eq!(got, expected);
+    }
+
     /// Positions read after skipping many documents (multi-byte deltas included) are right.
     #[test]
     fn positions_after_long_skips(gaps in proptest::collection::vec(1u32..40, 1..600), every in 1usize..20, big in 1u32..5000) {
