@@ -38,6 +38,9 @@ pub trait Scorer: Send {
     }
 }
 
+/// How many blocks [`TermScorer::max_over`] reads before it settles for the term's maximum.
+pub const MAX_BOUND_BLOCKS: usize = 16;
+
 /// Scores one term's postings with BM25.
 pub struct TermScorer {
     cursor: PostingsCursor,
@@ -126,6 +129,35 @@ impl TermScorer {
     /// See [`PostingsCursor::mark_until`].
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)
+    }
+    /// See [`PostingsCursor::last_doc`].
+    pub fn last_doc(&self) -> Option<u32> {
+        self.cursor.last_doc()
+    }
+    /// A bound of this term's scores in `[from, end]`: the largest block maximum of the blocks
+    /// that overlap it, or the term's maximum when more than [`MAX_BOUND_BLOCKS`] do (a window
+    /// chosen by rarer terms spans many blocks of a common one, whose bound then hardly
+    /// matters). `0` when the term has no document left.
+    pub fn max_over(&mut self, from: u32, end: u32) -> f32 {
+        let mut best = f32::NEG_INFINITY;
+        let mut at = from;
+        for _ in 0..MAX_BOUND_BLOCKS {
+            match self
+                .cursor
+                .shallow_factor(at, self.sim.factors(), self.norms.is_some())
+            {
+                None if best == f32::NEG_INFINITY => return 0.0,
+                None => return self.sim.score_factor(best),
+                Some((last, m)) => {
+                    best = best.max(m);
+                    if last >= end || last >= TERMINATED - 1 {
+                        return self.sim.score_factor(best);
+                    }
+                    at = last + 1;
+                }
+            }
+        }
+        self.max
     }
     /// Adds the score of every document `d` in `[doc(), end)` to `sums[d - base]`, sets its bit
     /// in `bits`, and moves past them (`end - base` must not exceed `sums.len()`): the inner loop

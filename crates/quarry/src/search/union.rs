@@ -15,6 +15,8 @@ use crate::codec::postings::BLOCK;
 /// true score equals the threshold.
 const SLACK: f64 = 1.0 + 1e-6;
 const WINDOW: u32 = 2048;
+/// The longest window of [`top_k`], in doc ids.
+const MAX_WINDOW: u32 = 1 << 16;
 
 /// Scores a union of term scorers on one segment into `top`; returns whether some documents were
 /// skipped so the count is a lower bound.
@@ -25,30 +27,50 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
     let mut order: Vec<usize> = (0..n).collect();
     let mut prefix = vec![0f64; n + 1];
     // Windows are chosen from the skip tables alone ("shallow"): a cursor is only moved (and a
-    // block decoded) when its window can hold a competitive document.
+    // block decoded) when its window can hold a competitive document. A window ends at the
+    // nearest block end of the terms that were essential in the previous window (as Lucene's
+    // MaxScoreBulkScorer): the block ends of a very common, non-essential term would otherwise
+    // cut the postings into windows of a hundred documents, each paying for the bounds, the
+    // sort and the essential split.
+    let mut lead = vec![true; n];
     let mut target = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
-    while target != TERMINATED {
+    // No window reaches past the last document of any term.
+    let last = terms.iter().filter_map(|t| t.last_doc()).max().unwrap_or(0);
+    while target != TERMINATED && target <= last {
         if top.out_of_time() {
             return true;
         }
-        // The window: from `target` up to the nearest block end; each term's bound in it is its
-        // block maximum, or 0 when it has no document left.
         let mut window_end = TERMINATED;
-        for (i, t) in terms.iter_mut().enumerate() {
-            wmax[i] = 0.0;
-            let (end, max) = t.block_max(target.max(t.doc().min(TERMINATED - 1)));
-            if end != TERMINATED && t.doc() != TERMINATED {
-                wmax[i] = f64::from(max) * SLACK;
-                window_end = window_end.min(end);
+        for pass in 0..2 {
+            for (i, t) in terms.iter_mut().enumerate() {
+                if (pass == 0 && !lead[i]) || t.doc() == TERMINATED {
+                    continue;
+                }
+                let (end, _) = t.block_max(target.max(t.doc()));
+                if end != TERMINATED {
+                    window_end = window_end.min(end);
+                }
+            }
+            if window_end != TERMINATED {
+                break;
             }
         }
         if window_end == TERMINATED {
             break;
         }
-        for (i, t) in terms.iter().enumerate() {
-            if t.doc() > window_end {
-                wmax[i] = 0.0;
-            }
+        // Long windows are cut so that the bounds follow the bar as it rises.
+        window_end = window_end
+            .min(target.saturating_add(MAX_WINDOW - 1))
+            .min(last);
+        // Each term's bound in the window: its block maxima over it, 0 when it has no document
+        // in it.
+        for (i, t) in terms.iter_mut().enumerate() {
+            let d = t.doc();
+            wmax[i] = if d == TERMINATED || d > window_end {
+                0.0
+            } else {
+                f64::from(t.max_over(target.max(d), window_end)) * SLACK
+            };
         }
         order.sort_by(|&a, &b| wmax[a].total_cmp(&wmax[b]));
         for k in 0..n {
@@ -66,6 +88,9 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
                 target = window_end.saturating_add(1);
                 continue;
             }
+        }
+        for (k, &i) in order.iter().enumerate() {
+            lead[i] = k >= essential_from;
         }
         for &i in &order[essential_from..] {
             if terms[i].doc() < target {
@@ -115,6 +140,13 @@ pub fn top_k<L: LiveFilter>(terms: &mut [TermScorer], top: &mut LeafCollector<'_
             top.count(1);
             if competitive {
                 top.offer(cand, score as f32);
+                // A higher bar may turn the least essential terms non-essential for the rest
+                // of the window (Lucene re-partitions the same way).
+                if let Some(th) = top.threshold().map(f64::from) {
+                    while essential_from + 1 < n && prefix[essential_from + 1] < th {
+                        essential_from += 1;
+                    }
+                }
             } else {
                 skipped = true;
             }

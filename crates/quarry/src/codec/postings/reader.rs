@@ -400,6 +400,18 @@ impl PostingsCursor {
         ))
     }
 
+    /// The term's last document (from the skip table, or the decoded single block); `None` once
+    /// a single-block cursor is exhausted.
+    pub fn last_doc(&self) -> Option<u32> {
+        if self.n_blocks > 1 {
+            Some(self.skip_last_doc(self.n_blocks as usize - 1))
+        } else if self.doc == TERMINATED {
+            None
+        } else {
+            Some(self.docs[self.block_len - 1])
+        }
+    }
+
     /// Number of blocks of the term.
     #[inline]
     pub fn block_count(&self) -> usize {
