@@ -218,6 +218,23 @@ pub fn translate(q: &str) -> Result<String> {
     if pending_not || pending_and || clauses.is_empty() {
         bail!("{q:?}: the query ends with an operator or has no clause");
     }
+    // SeekStorm's parser turns the query type of the whole query into an intersection as soon as
+    // one clause carries `+`, and into a phrase as soon as one clause is quoted (tokenizer.rs,
+    // `query_type = QueryType::Intersection` / `Phrase`): optional clauses next to a required
+    // clause or a phrase would silently become required. Such a query is refused rather than
+    // timed as an easier one.
+    let shoulds = clauses.iter().filter(|(o, _)| *o == Occur::Should).count();
+    let musts = clauses.iter().filter(|(o, _)| *o == Occur::Must).count();
+    let phrase = clauses
+        .iter()
+        .any(|(o, b)| *o != Occur::MustNot && b.starts_with('"'));
+    if shoulds > 0 && (musts > 0 || (phrase && shoulds + musts > 1)) {
+        bail!(
+            "{q:?}: SeekStorm's query syntax cannot express optional clauses next to a required \
+             clause or a phrase (a `+` or a quoted phrase makes every clause of the query \
+             required), so it would answer a different query"
+        );
+    }
     Ok(clauses
         .into_iter()
         .map(|(o, b)| match o {
@@ -437,16 +454,36 @@ mod tests {
             translate("to AND be AND or AND not").unwrap(),
             "+to +be +or +not"
         );
+        assert_eq!(translate("+at -happening").unwrap(), "+at -happening");
         assert_eq!(
-            translate("+at anxious -happening").unwrap(),
-            "+at anxious -happening"
+            translate("at anxious -happening").unwrap(),
+            "at anxious -happening"
         );
+        assert_eq!(translate("\"the who\"").unwrap(), "\"the who\"");
         assert_eq!(
             translate("\"oil prices\" NOT opec").unwrap(),
             "\"oil prices\" -opec"
         );
         assert_eq!(translate("+\"the who\" +uk").unwrap(), "+\"the who\" +uk");
-        assert_eq!(translate("a OR b AND c").unwrap(), "a +b +c");
+        assert_eq!(
+            translate("+python -snake -monty").unwrap(),
+            "+python -snake -monty"
+        );
+    }
+
+    #[test]
+    fn optional_clauses_next_to_required_ones_or_phrases_are_refused() {
+        // SeekStorm would make `policy`, `anxious`, `c`, `uk` required.
+        for q in [
+            "+climate policy",
+            "wildfire +risk maps",
+            "+at anxious -happening",
+            "a OR b AND c",
+            "\"the who\" uk",
+        ] {
+            let e = translate(q).unwrap_err().to_string();
+            assert!(e.contains("optional clauses"), "{q}: {e}");
+        }
     }
 
     #[test]

@@ -701,6 +701,17 @@ mod tests {
                     12.0 * k,
                     11.0 * k,
                 ));
+                // mixed: SeekStorm refuses `+d e`, so it is compared with quarry on `+f -g` only
+                // (0.50), Tantivy on both (geomean 22.4 vs 22.4 -> 1.00; mean 30 vs 22.5 -> 1.33).
+                // Counting only the queries every engine ran would give 0.50 for both.
+                query.push(qs("quarry", shape, "+d e", "mixed", mode, 50.0, 50.0));
+                query.push(qs("tantivy", shape, "+d e", "mixed", mode, 25.0, 25.0));
+                let mut refused = qs("seekstorm", shape, "+d e", "mixed", mode, 1.0, 1.0);
+                refused["error"] = json!("cannot express optional clauses");
+                query.push(refused);
+                query.push(qs("quarry", shape, "+f -g", "mixed", mode, 10.0, 10.0));
+                query.push(qs("tantivy", shape, "+f -g", "mixed", mode, 20.0, 20.0));
+                query.push(qs("seekstorm", shape, "+f -g", "mixed", mode, 20.0, 20.0));
             }
         }
         let codecs = crate::codecs::measure(&crate::codecs::CodecArgs {
@@ -744,19 +755,29 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| top10 | term | 1 | 7.50 | tantivy 10.0 | **0.75** ✓ | 20.0 | seekstorm 10.0 | 2.00 |"),
+            md.contains("| top10 | term | 1 | 7.50 | tantivy 10.0 | **0.75** ✓ | 1 | 20.0 | seekstorm 10.0 | 2.00 |"),
             "{md}"
         );
         assert!(
-            md.contains("| count | union | 1 | 4.50 | tantivy 5.00 | 0.90 | 5.00 | tantivy 5.00 | **1.00** ✓ |"),
+            md.contains("| count | union | 1 | 4.50 | tantivy 5.00 | 0.90 | 1 | 5.00 | tantivy 5.00 | **1.00** ✓ |"),
             "{md}"
         );
         assert!(
-            md.contains("| top10 | **0.75** ✓ / 2.00 | 0.90 / **1.00** ✓ |"),
+            md.contains("| top10 | **0.75** ✓ / 2.00 | 0.90 / **1.00** ✓ | 1.00 / 1.33 |"),
             "{md}"
         );
         assert!(
-            md.contains("Cells meeting the p50 target: 3 of 6; meeting the mean target: 3 of 6."),
+            md.contains("Cells meeting the p50 target: 3 of 9; meeting the mean target: 3 of 9."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| top10 | mixed | 2 | 22.4 | tantivy 22.4 | 1.00 | 2 | 30.0 | tantivy 22.5 | 1.33 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "did not (error records, listed in the JSON): seekstorm: 1 mixed queries in top10;"
+            ),
             "{md}"
         );
         assert!(
