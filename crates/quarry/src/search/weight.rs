@@ -12,7 +12,7 @@ use super::scorer::*;
 use super::stats::CollectionStats;
 use crate::codec::postings::TermInfo;
 use crate::index::SegmentReader;
-use crate::query::ast::{Occur, Query};
+use crate::query::ast::{Clause, Occur, Query};
 use crate::schema::Schema;
 use crate::{Error, Result};
 
@@ -92,6 +92,34 @@ impl Context<'_> {
     }
 }
 
+/// The clauses of one `occur` with identical ones merged into one whose boost is the sum of
+/// theirs, in order of first appearance, as Lucene's `BooleanQuery.rewrite` does for MUST and
+/// (with at most one SHOULD required) SHOULD clauses: `+to +be +or +not +to +be` scores
+/// exactly the same with four scorers instead of six.
+fn summed_boosts(clauses: &[Clause], occur: Occur) -> Vec<(&Query, f32)> {
+    let mut out: Vec<(&Query, f64)> = Vec::new();
+    for c in clauses.iter().filter(|c| c.occur == occur) {
+        let (mut q, mut b) = (&c.query, 1f64);
+        while let Query::Boost { query, boost } = q {
+            b *= f64::from(*boost);
+            q = query;
+        }
+        match out.iter_mut().find(|(seen, _)| *seen == q) {
+            Some((_, sum)) => *sum += b,
+            None => out.push((q, b)),
+        }
+    }
+    if out.len() == clauses.iter().filter(|c| c.occur == occur).count() {
+        // Nothing to merge: the clauses stay as written (nested boosts multiplied in f32).
+        return clauses
+            .iter()
+            .filter(|c| c.occur == occur)
+            .map(|c| (&c.query, 1.0))
+            .collect();
+    }
+    out.into_iter().map(|(q, b)| (q, b as f32)).collect()
+}
+
 impl Weight {
     pub fn build(q: &Query, ctx: &Context, boost: f32) -> Result<Weight> {
         Ok(match q {
@@ -162,13 +190,26 @@ impl Weight {
             } => {
                 let (mut must, mut filter, mut should, mut must_not) =
                     (vec![], vec![], vec![], vec![]);
-                for c in clauses {
+                for c in clauses
+                    .iter()
+                    .filter(|c| matches!(c.occur, Occur::Filter | Occur::MustNot))
+                {
                     let w = Weight::build(&c.query, ctx, boost)?;
                     match c.occur {
-                        Occur::Must => must.push(w),
                         Occur::Filter => filter.push(w),
-                        Occur::Should => should.push(w),
-                        Occur::MustNot => must_not.push(w),
+                        _ => must_not.push(w),
+                    }
+                }
+                for (q, b) in summed_boosts(clauses, Occur::Must) {
+                    must.push(Weight::build(q, ctx, boost * b)?);
+                }
+                if *minimum_should_match <= 1 {
+                    for (q, b) in summed_boosts(clauses, Occur::Should) {
+                        should.push(Weight::build(q, ctx, boost * b)?);
+                    }
+                } else {
+                    for c in clauses.iter().filter(|c| c.occur == Occur::Should) {
+                        should.push(Weight::build(&c.query, ctx, boost)?);
                     }
                 }
                 Weight::Bool {
