@@ -299,6 +299,10 @@ struct Verdict {
     not_run: Vec<(String, usize)>,
 }
 
+/// One peer against quarry over their common queries of a class: (peer, n, quarry geomean p50,
+/// peer geomean p50, quarry mean, peer mean).
+type PeerRow = (String, usize, f64, f64, f64, f64);
+
 fn verdicts(
     cells: &Cells,
     class_of: &HashMap<&str, &str>,
@@ -319,8 +323,7 @@ fn verdicts(
             .collect();
         for (ci, (class, q_all)) in &all {
             let n_all = q_all["quarry"].0.len();
-            // (peer, n, quarry geo, peer geo, quarry mean, peer mean) over the common queries.
-            let rows: Vec<(String, usize, f64, f64, f64, f64)> = by_peer
+            let rows: Vec<PeerRow> = by_peer
                 .iter()
                 .filter_map(|(p, lat)| {
                     let (_, l) = lat.get(ci)?;
@@ -335,7 +338,7 @@ fn verdicts(
                     ))
                 })
                 .collect();
-            let worst = |key: fn(&(String, usize, f64, f64, f64, f64)) -> f64| {
+            let worst = |key: fn(&PeerRow) -> f64| {
                 rows.iter()
                     .max_by(|a, b| {
                         key(a)
