@@ -72,24 +72,41 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
         sum_total_term_freq: total,
     };
     let df = |w: usize| docs.iter().filter(|d| d.contains(&w)).count() as u64;
-    let term_score = |w: usize, d: &Vec<usize>| -> Option<f64> {
+    let boosted_score = |w: usize, boost: f32, d: &Vec<usize>| -> Option<f64> {
         let tf = d.iter().filter(|&&x| x == w).count();
         (tf > 0).then(|| {
-            let sim = Bm25::default().scorer(1.0, Bm25::idf(df(w), n_with), &stats);
+            let sim = Bm25::default().scorer(boost, Bm25::idf(df(w), n_with), &stats);
             f64::from(sim.score(tf as f32, length_to_norm(d.len() as u32)))
         })
+    };
+    let term_score = |w: usize, d: &Vec<usize>| boosted_score(w, 1.0, d);
+    // Lucene's BooleanQuery.rewrite merges identical MUST clauses (and SHOULD clauses when at
+    // most one must match) into one clause whose boost is the number of copies.
+    let merged = |ws: &[usize]| -> Vec<(usize, f32)> {
+        let mut out: Vec<(usize, f32)> = Vec::new();
+        for &w in ws {
+            match out.iter_mut().find(|(x, _)| *x == w) {
+                Some((_, b)) => *b += 1.0,
+                None => out.push((w, 1.0)),
+            }
+        }
+        out
     };
     let mut out = Vec::new();
     for (i, d) in docs.iter().enumerate() {
         let s = match q {
             Q::Or(ws) => {
-                // Repeated SHOULD clauses count once each (Lucene merges them into one clause
-                // with the boosts summed: the same score).
-                let parts: Vec<f64> = ws.iter().filter_map(|&w| term_score(w, d)).collect();
+                let parts: Vec<f64> = merged(ws)
+                    .into_iter()
+                    .filter_map(|(w, b)| boosted_score(w, b, d))
+                    .collect();
                 (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
             }
             Q::And(ws) => {
-                let parts: Vec<Option<f64>> = ws.iter().map(|&w| term_score(w, d)).collect();
+                let parts: Vec<Option<f64>> = merged(ws)
+                    .into_iter()
+                    .map(|(w, b)| boosted_score(w, b, d))
+                    .collect();
                 parts
                     .iter()
                     .all(Option::is_some)
@@ -100,8 +117,10 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
                 _ => None,
             },
             Q::Excl(r, e) => {
-                // A repeated required term is one clause per occurrence (its score counts twice).
-                let parts: Vec<Option<f64>> = r.iter().map(|&w| term_score(w, d)).collect();
+                let parts: Vec<Option<f64>> = merged(r)
+                    .into_iter()
+                    .map(|(w, b)| boosted_score(w, b, d))
+                    .collect();
                 (parts.iter().all(Option::is_some) && !e.iter().any(|w| d.contains(w)))
                     .then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
             }
