@@ -7,6 +7,9 @@
 //!   the report names the one the engine uses);
 //! - delta-coded sorted blocks (`BlockCodec::unpack_sorted`, doc-id blocks) for every width that
 //!   a sorted block of u32 can have, per kernel as well;
+//! - dense doc-id blocks (format v5 bitsets, `quarry_codecs::dense`) of 2..=16 64-bit words, i.e.
+//!   128 ids in a range of 128..=1024, with the scalar decoder and, where the CPU has it, the
+//!   AVX-512 one;
 //! - LEB128 varints (`varint::read_u32`) by encoded length 1..=5 bytes;
 //! - the postings tail (the last block of a list, fewer than 128 documents): per document one
 //!   u64 varint `delta << 1 | (freq == 1)` and, when freq > 1, a u32 varint, decoded with
@@ -43,9 +46,10 @@ pub struct CodecArgs {
 /// One decode figure.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DecodeFigure {
-    /// `bitpacked`, `bitpacked_sorted`, `varint_u32` or `tail`.
+    /// `bitpacked`, `bitpacked_sorted`, `dense`, `varint_u32` or `tail`.
     pub codec: String,
-    /// Bits per value (bit-packed), bytes per value (varint), or 0 (tail).
+    /// Bits per value (bit-packed), 64-bit words per block (dense), bytes per value (varint), or
+    /// 0 (tail).
     pub width: u32,
     /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`); empty for
     /// the varint codecs (and in reports written before kernels were measured).
@@ -172,6 +176,34 @@ fn sorted_inputs(
     Some((bytes, widths, bases))
 }
 
+/// [`BLOCKS`] dense blocks of `words` words each: 128 distinct ids in `0..64 * words`, the last
+/// word never empty.
+fn dense_inputs(words: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let range = 64 * words as u64;
+    for _ in 0..BLOCKS {
+        let mut set = std::collections::BTreeSet::new();
+        set.insert(range as u32 - 1);
+        while set.len() < BLOCK_LEN {
+            set.insert(rng.upto(range - 1) as u32);
+        }
+        let docs: Vec<u32> = set.into_iter().collect();
+        quarry_codecs::dense::encode(0, &docs, &mut bytes);
+    }
+    bytes
+}
+
+fn decode_dense(d: quarry_codecs::dense::Decoder, bytes: &[u8], words: usize) -> u64 {
+    let mut out = [0u32; BLOCK_LEN];
+    let mut sum = 0u32;
+    for (i, block) in bytes.chunks_exact(words * 8).enumerate() {
+        sum = sum.wrapping_add(d(i as u32, block, &mut out) as u32);
+        sum = sum.wrapping_add(out[BLOCK_LEN - 1]);
+    }
+    black_box(sum);
+    (bytes.len() / (words * 8) * BLOCK_LEN) as u64
+}
+
 fn decode_packed(codec: &BlockCodec, bytes: &[u8], widths: &[u8]) -> u64 {
     let mut out = [0u32; BLOCK_LEN];
     let mut off = 0;
@@ -290,6 +322,24 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
             );
         }
     }
+    for words in [2usize, 3, 4, 6, 8, 16] {
+        let bytes = dense_inputs(words, &mut rng);
+        let mut decoders: Vec<(&str, quarry_codecs::dense::Decoder)> =
+            vec![("scalar", quarry_codecs::dense::decode_scalar)];
+        if let Some(d) = quarry_codecs::dense::avx512_decoder() {
+            decoders.push(("avx512", d));
+        }
+        for (name, d) in decoders {
+            let rate = best_rate(min, || decode_dense(d, &bytes, words));
+            push(
+                "dense",
+                name,
+                words as u32,
+                rate,
+                (words * 8) as f64 / BLOCK_LEN as f64,
+            );
+        }
+    }
     for len in 1..=5u32 {
         let lo = if len == 1 { 0 } else { 1u64 << (7 * (len - 1)) };
         let hi = ((1u64 << (7 * len).min(32)) - 1).min(u64::from(u32::MAX));
@@ -384,6 +434,7 @@ pub fn markdown(r: &CodecReport) -> String {
     for f in &r.figures {
         let width = match f.codec.as_str() {
             "varint_u32" => format!("{} B", f.width),
+            "dense" => format!("{} words", f.width),
             "tail" => "–".into(),
             _ => format!("{} bits", f.width),
         };
@@ -459,6 +510,8 @@ mod tests {
         let kernels = Kernel::available_kernels();
         assert_eq!(count("bitpacked"), 33 * kernels.len());
         assert_eq!(count("bitpacked_sorted"), 25 * kernels.len());
+        let dense_decoders = 1 + usize::from(quarry_codecs::dense::avx512_decoder().is_some());
+        assert_eq!(count("dense"), 6 * dense_decoders);
         for k in &kernels {
             let of = |c: &str| {
                 r.figures

@@ -7,6 +7,7 @@
 
 pub mod bitpack;
 pub mod checksum;
+pub mod dense;
 pub mod error;
 pub mod framing;
 pub mod reader;

@@ -17,8 +17,8 @@
 //!
 //! An AVX-512 twin (positions `k`, `8 + k`, `16 + k`, `24 + k` in one 512-bit register) was
 //! written and measured: no faster than `avx2` on this machine's blocks (see
-//! `bench/results/simd-2026-11-23.md`), and its intrinsics need Rust 1.89 (MSRV is 1.88), so
-//! it is not kept.
+//! `bench/results/simd-2026-11-23.md`), so it is not kept. (The dense-block decoder in
+//! `dense.rs` does use AVX-512: `vpcompressd` has no AVX2 equivalent.)
 //!
 //! Sorted blocks: `avx2` fuses the prefix sum into the unpack.
 //! The choice is made once per process ([`Kernel::default_kernel`]): `QUARRY_SIMD=scalar|sse|

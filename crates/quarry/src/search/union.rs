@@ -15,6 +15,9 @@ use crate::codec::postings::BLOCK;
 /// true score equals the threshold.
 const SLACK: f64 = 1.0 + 1e-6;
 const WINDOW: u32 = 2048;
+/// The window of a count without scores: only a bitset, so it can be longer, and dense blocks
+/// (bitsets of up to 4096 ids) then seldom straddle two windows.
+const COUNT_WINDOW: u32 = 1 << 15;
 /// The longest window of [`top_k`], in doc ids.
 const MAX_WINDOW: u32 = 1 << 16;
 
@@ -236,20 +239,31 @@ pub fn exhaustive<L: LiveFilter>(
     } else {
         Vec::new()
     };
-    let mut bits = [0u64; (WINDOW / 64) as usize];
+    // The long window only pays when its bitset fills: some term in an eighth of the documents.
+    let dense = terms.iter_mut().any(|t| {
+        let c = t.cursor_mut();
+        u64::from(c.doc_freq()) * 8 >= u64::from(c.max_doc())
+    });
+    let window = if !score && dense {
+        COUNT_WINDOW
+    } else {
+        WINDOW
+    };
+    let mut bits = [0u64; (COUNT_WINDOW / 64) as usize];
+    let bits = &mut bits[..(window / 64) as usize];
     let mut scratch = [0f32; BLOCK];
-    let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / WINDOW * WINDOW;
-    while base != TERMINATED / WINDOW * WINDOW && terms.iter().any(|t| t.doc() != TERMINATED) {
+    let mut base = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED) / window * window;
+    while base != TERMINATED / window * window && terms.iter().any(|t| t.doc() != TERMINATED) {
         if top.out_of_time() {
             return;
         }
-        let end = base.saturating_add(WINDOW);
+        let end = base.saturating_add(window);
         for t in terms.iter_mut() {
             if !score {
-                t.mark_until(base, end, &mut bits);
+                t.mark_until(base, end, bits);
                 continue;
             }
-            t.score_until(base, end, &mut bits, &mut sums, &mut scratch);
+            t.score_until(base, end, bits, &mut sums, &mut scratch);
         }
         let first_word = (base / 64) as usize;
         // The bar a hit must reach, re-read only after an offer (the heap changes only then).
@@ -276,6 +290,6 @@ pub fn exhaustive<L: LiveFilter>(
         if next == TERMINATED {
             break;
         }
-        base = next / WINDOW * WINDOW;
+        base = next / window * window;
     }
 }

@@ -11,6 +11,9 @@ pub use reader::{mark_docs, PostingsCursor, TermInfo, MAX_HEADER_LEN, TERMINATED
 pub const MAX_IMPACTS: usize = 8;
 pub use writer::PostingsWriter;
 
+/// First byte of a full block whose doc ids are a bitset (format v5) instead of packed deltas.
+pub const DENSE: u8 = 0xFF;
+
 /// Documents per block.
 pub const BLOCK: usize = quarry_codecs::BLOCK_LEN;
 /// Bytes per skip entry: last_doc u32, doc_offset u32, pos_offset u64, then the block's impacts:

@@ -3,12 +3,12 @@
 //!
 //! Corrupt bytes never panic: a cursor that meets an inconsistency stops (returns
 //! [`TERMINATED`]) and reports it through [`PostingsCursor::is_corrupt`].
-use quarry_codecs::{BlockCodec, ByteReader, CodecError};
+use quarry_codecs::{dense, BlockCodec, ByteReader, CodecError};
 use quarry_store::Bytes;
 
 use crate::index::verified::RegionCheck;
 
-use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
+use super::{Impact, Impacts, BLOCK, DENSE, SKIP_ENTRY_LEN};
 
 /// The doc id returned once a cursor is exhausted.
 pub const TERMINATED: u32 = u32::MAX;
@@ -29,7 +29,16 @@ pub struct TermInfo {
     blocks_len: usize,
 }
 
-/// The longest possible entry header (before the skip table), in bytes.
+/// The first doc id a dense block may hold: 0 for a term's first block, else one past `base`.
+fn dense_origin(base: u32, first: bool) -> Result<u32, CodecError> {
+    if first {
+        return Ok(0);
+    }
+    base.checked_add(1).ok_or(CodecError::Invalid {
+        what: "dense block after doc id u32::MAX".into(),
+    })
+}
+
 /// Sets bit `d - base` of `bits` for each of `docs` (increasing, `>= base`); bits past the end
 /// of `bits` are dropped. The bits of one word are gathered in a register and stored once:
 /// dense postings put several documents in each word, and a store per document would chain
@@ -58,6 +67,7 @@ pub fn mark_docs(docs: &[u32], base: u32, bits: &mut [u64]) {
     }
 }
 
+/// The longest possible entry header (before the skip table), in bytes.
 pub const MAX_HEADER_LEN: usize = 5 + 5 + 1 + 10 + 10 + 10;
 
 impl TermInfo {
@@ -155,6 +165,16 @@ impl TermInfo {
     }
 }
 
+/// A dense block read in place: its first possible doc, where its words start in the blocks
+/// region, how many, and its last doc.
+#[derive(Clone, Copy)]
+struct LazyDense {
+    origin: u32,
+    off: usize,
+    n_words: usize,
+    last: u32,
+}
+
 /// Iterates the documents of one term in increasing order.
 pub struct PostingsCursor {
     codec: BlockCodec,
@@ -181,6 +201,11 @@ pub struct PostingsCursor {
     shallow_hint: usize,
     /// Blocks loaded from now on skip their freqs (counting needs doc ids only).
     docs_only: bool,
+    /// The current block is dense and `docs` does not hold its ids yet: `seek` reads its bitset
+    /// in place (a bit scan and a rank, no expansion); anything else expands it first.
+    lazy: Option<LazyDense>,
+    /// `load_block` may leave a dense block unexpanded (set by `seek` around its call).
+    lazy_ok: bool,
     corrupt: Option<String>,
     /// Verifies a block's bytes when it is loaded (unverified mapped blocks region).
     check: Option<RegionCheck>,
@@ -235,6 +260,8 @@ impl PostingsCursor {
             pos_idx: 0,
             shallow_hint: 0,
             docs_only: false,
+            lazy: None,
+            lazy_ok: false,
             corrupt: None,
             check,
             pos_check,
@@ -266,6 +293,11 @@ impl PostingsCursor {
         self.df
     }
 
+    /// One past the largest valid doc id of the segment.
+    pub fn max_doc(&self) -> u32 {
+        self.doc_count
+    }
+
     /// An inconsistency met while decoding, if any.
     pub fn is_corrupt(&self) -> Option<&str> {
         self.corrupt.as_deref()
@@ -278,6 +310,9 @@ impl PostingsCursor {
     pub fn next(&mut self) -> u32 {
         if self.doc == TERMINATED {
             return TERMINATED;
+        }
+        if self.lazy.is_some() {
+            self.expand();
         }
         self.idx += 1;
         if self.idx < self.block_len {
@@ -292,8 +327,72 @@ impl PostingsCursor {
 
     /// Sets bit `d - base` of `bits` for every document `d < end` from the current one on, and
     /// moves past them: counting without scoring, a decoded block at a time.
+    /// Dense blocks (bitsets) that lie wholly before `end` are ORed in as they are, without
+    /// decoding their doc ids.
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
-        self.runs_until(end, |docs, _| mark_docs(docs, base, bits));
+        if self.lazy.is_some() {
+            self.expand();
+        }
+        while self.doc != TERMINATED && self.doc < end {
+            let block = &self.docs[self.idx..self.block_len];
+            let n = if block[block.len() - 1] < end {
+                block.len()
+            } else {
+                block.partition_point(|&d| d < end)
+            };
+            mark_docs(&block[..n], base, bits);
+            self.idx += n;
+            if self.idx < self.block_len {
+                self.doc = self.docs[self.idx];
+                return;
+            }
+            let mut next = self.block.wrapping_add(1);
+            let mut last = self.docs[self.block_len - 1];
+            let mut off = self.next_off;
+            while let Some((next_off, block_last)) = self.dense_block_before(next, off, last, end) {
+                let n_words = usize::from(self.blocks[off + 2]);
+                dense::or_into(last + 1, &self.blocks[off + 3..], n_words, base, bits);
+                (next, last, off) = (next + 1, block_last, next_off);
+            }
+            self.idx = self.block_len - 1;
+            self.load_block(next, off, last);
+        }
+    }
+
+    /// If block `b` at `off` (base `base`) is a valid dense block whose last doc is `< end`:
+    /// where the next block starts and this one's last doc. Anything else (packed, tail,
+    /// corrupt, past the end) is `None` and left to `load_block`, which decodes or reports it.
+    #[inline]
+    fn dense_block_before(&self, b: u32, off: usize, base: u32, end: u32) -> Option<(usize, u32)> {
+        // Never block 0 (the cursor starts on it), a tail block or past the end.
+        if b == 0
+            || b >= self.n_blocks
+            || b + 1 == self.n_blocks && !self.df.is_multiple_of(BLOCK as u32)
+            || self.corrupt.is_some()
+        {
+            return None;
+        }
+        let expected_last = self.skip_last_doc(b as usize);
+        if expected_last >= end {
+            return None;
+        }
+        let head = self.blocks.get(off..off + 3)?;
+        if head[0] != DENSE {
+            return None;
+        }
+        let origin = base.checked_add(1)?;
+        let (db_len, last) =
+            dense::check(origin, &self.blocks[off + 3..], usize::from(head[2])).ok()?;
+        if last != expected_last || last >= self.doc_count {
+            return None;
+        }
+        let rest = &self.blocks[off + 3 + db_len..];
+        let next_off =
+            off + 3 + db_len + quarry_codecs::bitpack::checked_len(rest, head[1]).ok()?;
+        if let Some(c) = &self.check {
+            c.check(off, next_off).ok()?;
+        }
+        Some((next_off, last))
     }
 
     /// Hands the documents `< end` from the current one on to `f` as runs of decoded
@@ -301,6 +400,9 @@ impl PostingsCursor {
     /// the decoded arrays in place instead of calling `next` per document.
     #[inline]
     pub fn runs_until(&mut self, end: u32, mut f: impl FnMut(&[u32], &[u32])) {
+        if self.lazy.is_some() {
+            self.expand();
+        }
         while self.doc != TERMINATED && self.doc < end {
             let block = &self.docs[self.idx..self.block_len];
             let n = if block[block.len() - 1] < end {
@@ -327,7 +429,11 @@ impl PostingsCursor {
         if self.doc >= target {
             return self.doc;
         }
-        if self.docs[self.block_len - 1] < target {
+        let last = match &self.lazy {
+            Some(l) => l.last,
+            None => self.docs[self.block_len - 1],
+        };
+        if last < target {
             // Not in this block: find the first block whose last doc is >= target.
             if self.n_blocks <= 1 || self.block + 1 >= self.n_blocks {
                 return self.stop();
@@ -347,10 +453,15 @@ impl PostingsCursor {
             }
             let base = self.skip_last_doc(lo - 1);
             let off = self.skip_u32(lo, 4) as usize;
+            self.lazy_ok = true;
             self.load_block(lo as u32, off, base);
+            self.lazy_ok = false;
             if self.doc == TERMINATED {
                 return TERMINATED;
             }
+        }
+        if let Some(l) = self.lazy {
+            return self.seek_dense(l, target);
         }
         while self.docs[self.idx] < target {
             self.idx += 1;
@@ -461,6 +572,9 @@ impl PostingsCursor {
         if self.corrupt.is_some() {
             return TERMINATED;
         }
+        if self.lazy.is_some() {
+            self.expand();
+        }
         if b == self.block as usize {
             self.idx = 0;
             self.doc = self.docs[0];
@@ -486,7 +600,13 @@ impl PostingsCursor {
     /// the freqs are meaningless after [`set_docs_only`](Self::set_docs_only)). Empty once the
     /// cursor is exhausted.
     #[inline]
+    /// Call it after [`goto_block`](Self::goto_block), which leaves the block expanded (a
+    /// block `seek` reads in place has no array yet).
     pub fn block_docs_freqs(&self) -> (&[u32], &[u32]) {
+        debug_assert!(
+            self.lazy.is_none(),
+            "block_docs_freqs after seek, not goto_block"
+        );
         if self.doc == TERMINATED {
             return (&[], &[]);
         }
@@ -626,12 +746,77 @@ impl PostingsCursor {
         }
     }
 
+    /// Word `w` of a lazy dense block (0 past its end).
+    #[inline]
+    fn dense_word(&self, l: LazyDense, w: usize) -> u64 {
+        if w >= l.n_words {
+            return 0;
+        }
+        let o = l.off + w * 8;
+        self.blocks
+            .get(o..o + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    /// The first doc `>= from` of a lazy dense block and its rank in the block (`from` at most
+    /// the block's last doc, which `check` proved is a set bit); the rank only if `rank`
+    /// (0 otherwise: counting needs no freqs, and `expand` finds the index again).
+    #[inline]
+    fn dense_next_from(&self, l: LazyDense, from: u32, rank: bool) -> (u32, usize) {
+        let p = (from - l.origin) as usize;
+        let mut w = p >> 6;
+        let mut x = self.dense_word(l, w) & (!0u64 << (p & 63));
+        while x == 0 && w + 1 < l.n_words {
+            w += 1;
+            x = self.dense_word(l, w);
+        }
+        if x == 0 {
+            return (l.last, BLOCK - 1);
+        }
+        let bit = x.trailing_zeros() as usize;
+        let doc = l.origin + (w * 64 + bit) as u32;
+        if !rank {
+            return (doc, 0);
+        }
+        let mut r = (self.dense_word(l, w) & ((1u64 << bit) - 1)).count_ones() as usize;
+        for i in 0..w {
+            r += self.dense_word(l, i).count_ones() as usize;
+        }
+        (doc, r)
+    }
+
+    /// `seek` inside a lazy dense block (`target` above the current doc, at most the last).
+    /// Out of line: it keeps `seek`'s inlined body small.
+    #[inline(never)]
+    fn seek_dense(&mut self, l: LazyDense, target: u32) -> u32 {
+        let (doc, rank) = self.dense_next_from(l, target, !self.docs_only);
+        self.doc = doc;
+        self.idx = rank.min(BLOCK - 1);
+        doc
+    }
+
+    /// Expands a lazy dense block into `docs` (already checked: cannot fail).
+    #[cold]
+    fn expand(&mut self) {
+        let Some(l) = self.lazy.take() else {
+            return;
+        };
+        let blocks = self.blocks.clone();
+        let words = blocks.get(l.off..).unwrap_or(&[]);
+        if let Err(e) = dense::decode(l.origin, words, l.n_words, &mut self.docs) {
+            self.fail(format!("block {}: {e}", self.block));
+            return;
+        }
+        self.idx = self.docs[..self.block_len].partition_point(|&d| d < self.doc);
+    }
+
     fn stop(&mut self) -> u32 {
         self.doc = TERMINATED;
         self.block = self.n_blocks;
         self.block_len = 1;
         self.idx = 0;
         self.docs[0] = TERMINATED;
+        self.lazy = None;
         TERMINATED
     }
 
@@ -685,8 +870,9 @@ impl PostingsCursor {
         let len = (self.df as usize - first).min(BLOCK);
         let blocks = self.blocks.clone();
         let bytes: &[u8] = &blocks;
+        self.lazy = None;
         let decoded = if len == BLOCK {
-            self.decode_full(bytes, off, base)
+            self.decode_full(bytes, off, base, b == 0)
         } else {
             self.decode_tail(bytes, off, base, len)
         };
@@ -699,16 +885,17 @@ impl PostingsCursor {
         };
         match decoded {
             Ok(next_off) => {
-                let last = self.docs[len - 1];
+                let (last, first_ok) = match &self.lazy {
+                    // The origin is one past the base: the first doc is above it.
+                    Some(l) => (l.last, true),
+                    None => (self.docs[len - 1], b == 0 || self.docs[0] > base),
+                };
                 let expected_last = if self.n_blocks > 1 {
                     Some(self.skip_last_doc(b as usize))
                 } else {
                     None
                 };
-                if last >= self.doc_count
-                    || expected_last.is_some_and(|e| e != last)
-                    || (b > 0 && self.docs[0] <= base)
-                {
+                if last >= self.doc_count || expected_last.is_some_and(|e| e != last) || !first_ok {
                     self.fail(format!(
                         "block {b}: doc ids inconsistent with the skip table or the segment size"
                     ));
@@ -718,13 +905,22 @@ impl PostingsCursor {
                 self.block_len = len;
                 self.idx = 0;
                 self.next_off = next_off;
-                self.doc = self.docs[0];
+                self.doc = match self.lazy {
+                    Some(l) => self.dense_next_from(l, l.origin, false).0,
+                    None => self.docs[0],
+                };
             }
             Err(e) => self.fail(format!("block {b}: {e}")),
         }
     }
 
-    fn decode_full(&mut self, bytes: &[u8], off: usize, base: u32) -> Result<usize, CodecError> {
+    fn decode_full(
+        &mut self,
+        bytes: &[u8],
+        off: usize,
+        base: u32,
+        first: bool,
+    ) -> Result<usize, CodecError> {
         let head = bytes.get(off..off + 2).ok_or(CodecError::Truncated {
             offset: off,
             needed: 2,
@@ -732,8 +928,32 @@ impl PostingsCursor {
         })?;
         let (db, fb) = (head[0], head[1]);
         let mut p = off + 2;
-        let rest = bytes.get(p..).unwrap_or(&[]);
-        p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
+        if db == DENSE {
+            let n_words = *bytes.get(p).ok_or(CodecError::Truncated {
+                offset: p,
+                needed: 1,
+                available: 0,
+            })?;
+            p += 1;
+            let rest = bytes.get(p..).unwrap_or(&[]);
+            let origin = dense_origin(base, first)?;
+            let n_words = usize::from(n_words);
+            if self.lazy_ok {
+                let (len, last) = dense::check(origin, rest, n_words)?;
+                self.lazy = Some(LazyDense {
+                    origin,
+                    off: p,
+                    n_words,
+                    last,
+                });
+                p += len;
+            } else {
+                p += dense::decode(origin, rest, n_words, &mut self.docs)?;
+            }
+        } else {
+            let rest = bytes.get(p..).unwrap_or(&[]);
+            p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
+        }
         let rest = bytes.get(p..).unwrap_or(&[]);
         if self.docs_only {
             return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);

@@ -16,6 +16,25 @@ fn build(docs: &[u32], freqs: &[u32], positions: &[u32]) -> (Bytes, Bytes, TermI
     (post, pos, info)
 }
 
+/// Gaps between documents: sparse (uniform up to `max`), dense (mostly 1 and 2, so blocks become
+/// bitsets) or mixed, the first gap possibly 0 (doc 0 in the first block).
+fn gaps(max: u32, n: std::ops::Range<usize>) -> impl Strategy<Value = Vec<u32>> {
+    let n2 = n.clone();
+    let n3 = n.clone();
+    prop_oneof![
+        proptest::collection::vec(1u32..max, n),
+        proptest::collection::vec(1u32..4, n2),
+        proptest::collection::vec(prop_oneof![9 => 1u32..3, 1 => 1u32..max.max(2)], n3),
+    ]
+    .prop_flat_map(|g| (Just(g), any::<bool>()))
+    .prop_map(|(mut g, zero)| {
+        if zero {
+            g[0] = 0;
+        }
+        g
+    })
+}
+
 fn sample(gaps: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let mut docs = Vec::new();
     let mut freqs = Vec::new();
@@ -35,7 +54,7 @@ fn sample(gaps: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
 
 proptest! {
     #[test]
-    fn roundtrip_next_and_positions(gaps in proptest::collection::vec(1u32..300, 1..700)) {
+    fn roundtrip_next_and_positions(gaps in gaps(300, 1..700)) {
         let (docs, freqs, positions) = sample(&gaps);
         let (post, pos, info) = build(&docs, &freqs, &positions);
         prop_assert_eq!(info.doc_freq as usize, docs.len());
@@ -58,7 +77,7 @@ proptest! {
     }
 
     #[test]
-    fn seek_matches_linear(gaps in proptest::collection::vec(1u32..50, 1..1000), targets in proptest::collection::vec(0u32..60_000, 1..40)) {
+    fn seek_matches_linear(gaps in gaps(50, 1..1000), targets in proptest::collection::vec(0u32..60_000, 1..40)) {
         let (docs, freqs, positions) = sample(&gaps);
         let (post, pos, info) = build(&docs, &freqs, &positions);
         let mut targets = targets;
@@ -178,7 +197,7 @@ proptest! {
 proptest! {
     /// Docs-only cursors visit the same documents, by `next` and by `seek`.
     #[test]
-    fn docs_only_visits_the_same_docs(gaps in proptest::collection::vec(1u32..300, 1..900), targets in proptest::collection::vec(0u32..200_000, 0..30)) {
+    fn docs_only_visits_the_same_docs(gaps in gaps(300, 1..900), targets in proptest::collection::vec(0u32..200_000, 0..30)) {
         let (docs, freqs, positions) = sample(&gaps);
         let (post, pos, info) = build(&docs, &freqs, &positions);
         let mut full = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
@@ -203,7 +222,7 @@ proptest! {
 
     /// `shallow_factor` / `block_factor` give the best `freq * factor` of the block's impacts.
     #[test]
-    fn block_factor_is_the_best_impact(gaps in proptest::collection::vec(1u32..40, 1..1500), seed in 1u32..1000) {
+    fn block_factor_is_the_best_impact(gaps in gaps(40, 1..1500), seed in 1u32..1000) {
         let (docs, freqs, positions) = sample(&gaps);
         let (post, pos, info) = build(&docs, &freqs, &positions);
         let mut factors = [0f32; 256];
@@ -239,7 +258,7 @@ proptest! {
 proptest! {
     /// `mark_until` over consecutive windows sets exactly the bits of the term's documents.
     #[test]
-    fn mark_until_sets_exactly_the_docs(gaps in proptest::collection::vec(1u32..90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048)]) {
+    fn mark_until_sets_exactly_the_docs(gaps in gaps(90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048), Just(1 << 15)]) {
         let (docs, freqs, positions) = sample(&gaps);
         let (post, _pos, info) = build(&docs, &freqs, &positions);
         let mut c = PostingsCursor::new(&info, &post, None, u32::MAX - 1);
@@ -266,7 +285,7 @@ proptest! {
     /// `TermScorer::score_until` over consecutive windows adds, per document, bit for bit the
     /// score `Scorer::score` gives it one document at a time, and marks exactly its documents.
     #[test]
-    fn score_until_equals_per_document_scores(gaps in proptest::collection::vec(1u32..90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048)], k in 0.1f32..4.0) {
+    fn score_until_equals_per_document_scores(gaps in gaps(90, 1..1200), window in prop_oneof![Just(64u32), Just(200), Just(2048), Just(1 << 15)], k in 0.1f32..4.0) {
         use crate::search::bm25::SimScorer;
         use crate::search::scorer::{Scorer, TermScorer};
         let (docs, freqs, positions) = sample(&gaps);
@@ -307,7 +326,7 @@ proptest! {
 
     /// Positions read after skipping many documents (multi-byte deltas included) are right.
     #[test]
-    fn positions_after_long_skips(gaps in proptest::collection::vec(1u32..40, 1..600), every in 1usize..20, big in 1u32..5000) {
+    fn positions_after_long_skips(gaps in gaps(40, 1..600), every in 1usize..20, big in 1u32..5000) {
         let (docs, freqs, _) = sample(&gaps);
         let mut positions = Vec::new();
         for (i, &f) in freqs.iter().enumerate() {
@@ -330,5 +349,155 @@ proptest! {
             c.next();
         }
         prop_assert!(c.is_corrupt().is_none());
+    }
+}
+
+/// Dense blocks are written as bitsets, read back by every path, and a damaged one is reported
+/// whether the cursor decodes it or counts it as it lies.
+#[test]
+fn dense_blocks_are_bitsets_and_damage_is_caught() {
+    let docs: Vec<u32> = (0..1000u32).map(|i| i * 3 / 2).collect();
+    let freqs = vec![1u32; docs.len()];
+    let positions = vec![0u32; docs.len()];
+    let (post, _pos, info) = build(&docs, &freqs, &positions);
+    let blocks = info.blocks_start();
+    assert_eq!(post[blocks], DENSE, "the first block is dense");
+    let mut c = PostingsCursor::new(&info, &post, None, 10_000);
+    let mut seen = Vec::new();
+    while c.doc() != TERMINATED {
+        seen.push(c.doc());
+        c.next();
+    }
+    assert_eq!(seen, docs);
+    let count = |post: &Bytes| {
+        let mut c = PostingsCursor::new(&info, post, None, 10_000);
+        c.set_docs_only();
+        let mut bits = vec![0u64; 4096 / 64];
+        c.mark_until(0, 4096, &mut bits);
+        (
+            bits.iter().map(|w| w.count_ones()).sum::<u32>(),
+            c.is_corrupt().map(str::to_owned),
+        )
+    };
+    assert_eq!(count(&post), (1000, None));
+    // Flip a bit inside the third block's bitset (the cursor starts on block 0, so blocks 1..
+    // go through the counting fast path).
+    let mut b = post.to_vec();
+    let mut off = blocks;
+    for _ in 0..2 {
+        assert_eq!(b[off], DENSE);
+        off += 3 + 8 * usize::from(b[off + 2]);
+    }
+    assert_eq!(b[off], DENSE);
+    b[off + 3 + 5] ^= 0x10;
+    let (_, corrupt) = count(&Bytes::from_vec(b));
+    assert!(corrupt.is_some(), "a damaged dense block is reported");
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Next,
+    Seek(u32),
+    Runs(u32),
+    Mark(u32),
+    Goto(usize),
+    Positions,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    /// Any sequence of cursor operations agrees with a plain vector of postings: dense blocks
+    /// read in place by `seek` and expanded by whatever comes next, packed and tail blocks alike.
+    #[test]
+    fn cursor_ops_agree_with_a_model(
+        gaps in gaps(40, 1..1500),
+        ops in proptest::collection::vec(prop_oneof![
+            3 => Just(Op::Next),
+            4 => (1u32..400).prop_map(Op::Seek),
+            1 => (1u32..3000).prop_map(Op::Runs),
+            1 => (1u32..5000).prop_map(Op::Mark),
+            1 => (0usize..16).prop_map(Op::Goto),
+            2 => Just(Op::Positions),
+        ], 1..60),
+        lean in any::<bool>(),
+    ) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let starts: Vec<usize> = freqs
+            .iter()
+            .scan(0usize, |acc, &f| { let s = *acc; *acc += f as usize; Some(s) })
+            .collect();
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
+        if lean {
+            // Doc ids only: freqs and positions are not read.
+            c.set_docs_only();
+        }
+        let mut i = 0usize;
+        let at = |i: usize| docs.get(i).copied().unwrap_or(TERMINATED);
+        let mut p = Vec::new();
+        for op in ops {
+            if i >= docs.len() {
+                break;
+            }
+            match op {
+                Op::Next => {
+                    i += 1;
+                    prop_assert_eq!(c.next(), at(i));
+                }
+                Op::Seek(d) => {
+                    let t = docs[i].saturating_add(d);
+                    while i < docs.len() && docs[i] < t {
+                        i += 1;
+                    }
+                    prop_assert_eq!(c.seek(t), at(i));
+                }
+                Op::Runs(len) => {
+                    let end = docs[i].saturating_add(len);
+                    let (mut ds, mut fs) = (Vec::new(), Vec::new());
+                    c.runs_until(end, |d, f| { ds.extend_from_slice(d); fs.extend_from_slice(f); });
+                    let j = i + docs[i..].iter().take_while(|&&d| d < end).count();
+                    prop_assert_eq!(&ds[..], &docs[i..j]);
+                    if !lean {
+                        prop_assert_eq!(&fs[..], &freqs[i..j]);
+                    }
+                    i = j;
+                    prop_assert_eq!(c.doc(), at(i));
+                }
+                Op::Mark(len) => {
+                    let base = docs[i] / 64 * 64;
+                    let end = base + len;
+                    let mut bits = vec![0u64; (len as usize).div_ceil(64)];
+                    c.mark_until(base, end, &mut bits);
+                    let j = i + docs[i..].iter().take_while(|&&d| d < end).count();
+                    let mut want = vec![0u64; bits.len()];
+                    for &d in &docs[i..j] {
+                        let o = (d - base) as usize;
+                        want[o / 64] |= 1 << (o % 64);
+                    }
+                    prop_assert_eq!(bits, want);
+                    i = j;
+                    prop_assert_eq!(c.doc(), at(i));
+                }
+                Op::Goto(b) => {
+                    if b < c.block_count() {
+                        i = b * BLOCK;
+                        prop_assert_eq!(c.goto_block(b), at(i));
+                        let (ds, fs) = c.block_docs_freqs();
+                        let j = (i + BLOCK).min(docs.len());
+                        prop_assert_eq!(ds, &docs[i..j]);
+                        if !lean {
+                            prop_assert_eq!(fs, &freqs[i..j]);
+                        }
+                    }
+                }
+                Op::Positions if lean => {}
+                Op::Positions => {
+                    prop_assert_eq!(c.freq(), freqs[i]);
+                    c.positions(&mut p);
+                    prop_assert_eq!(&p[..], &positions[starts[i]..starts[i] + freqs[i] as usize]);
+                }
+            }
+            prop_assert!(c.is_corrupt().is_none());
+        }
     }
 }

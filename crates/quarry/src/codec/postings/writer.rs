@@ -1,8 +1,8 @@
 //! Serializes one term's postings at a time into the `.post` and `.pos` buffers.
 use quarry_codecs::reader::PutLe;
-use quarry_codecs::{varint, BlockCodec};
+use quarry_codecs::{dense, varint, BlockCodec};
 
-use super::{Impact, Impacts, BLOCK, SKIP_ENTRY_LEN};
+use super::{Impact, Impacts, BLOCK, DENSE, SKIP_ENTRY_LEN};
 
 /// Appends term entries to the postings and positions byte streams of one segment.
 pub struct PostingsWriter {
@@ -113,12 +113,29 @@ impl PostingsWriter {
                     *o = f - 1;
                 }
                 let bits_at = self.blocks.len();
-                self.blocks.extend_from_slice(&[0, 0]);
-                let db = self
-                    .codec
-                    .pack_sorted(prev_last, &self.doc_buf, &mut self.blocks);
+                // Dense blocks become bitsets when that is no bigger than the packed deltas.
+                let mut max_delta = 0u32;
+                let mut prev = prev_last;
+                for &d in block_docs {
+                    max_delta = max_delta.max(d - prev);
+                    prev = d;
+                }
+                let packed_bytes = 16 * (32 - max_delta.leading_zeros()) as usize;
+                // Bit 0 is the first doc the block may hold: 0 in the first block, else one
+                // past the previous block's last.
+                let origin = if b == 0 { 0 } else { prev_last + 1 };
+                let n_words = dense::words_for(origin, block_docs[BLOCK - 1]);
+                if n_words * 8 <= packed_bytes && n_words <= dense::MAX_WORDS {
+                    self.blocks.extend_from_slice(&[DENSE, 0, n_words as u8]);
+                    dense::encode(origin, block_docs, &mut self.blocks);
+                } else {
+                    self.blocks.extend_from_slice(&[0, 0]);
+                    let db = self
+                        .codec
+                        .pack_sorted(prev_last, &self.doc_buf, &mut self.blocks);
+                    self.blocks[bits_at] = db;
+                }
                 let fb = self.codec.pack(&self.freq_buf, &mut self.blocks);
-                self.blocks[bits_at] = db;
                 self.blocks[bits_at + 1] = fb;
             } else {
                 let mut prev = prev_last;
