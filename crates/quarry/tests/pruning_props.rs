@@ -26,6 +26,9 @@ enum Q {
     Mixed(usize, usize, usize),
     /// `+a +b ... -c -d ...` (counted from doc ids alone in `Count` mode).
     Excl(Vec<usize>, Vec<usize>),
+    /// `+a +b ... c d ...`: required terms plus optional ones (none of them required), whose
+    /// top-k pruning makes the optional clause required where the required ones cannot compete.
+    ReqOpt(Vec<usize>, Vec<usize>),
 }
 
 fn query_strategy() -> impl Strategy<Value = Q> {
@@ -38,6 +41,18 @@ fn query_strategy() -> impl Strategy<Value = Q> {
             proptest::collection::vec(0usize..12, 1..5)
         )
             .prop_map(|(r, e)| Q::Excl(r, e)),
+        (
+            proptest::collection::vec(0usize..12, 1..3),
+            proptest::collection::vec(0usize..12, 1..4)
+        )
+            .prop_map(|(r, o)| {
+                let o = o.into_iter().filter(|w| !r.contains(w)).collect::<Vec<_>>();
+                if o.is_empty() {
+                    Q::And(r)
+                } else {
+                    Q::ReqOpt(r, o)
+                }
+            }),
     ]
 }
 
@@ -60,6 +75,12 @@ fn text(q: &Q) -> String {
             .chain(e.iter().map(|&w| format!("-{}", VOCAB[w])))
             .collect::<Vec<_>>()
             .join(" "),
+        Q::ReqOpt(r, o) => r
+            .iter()
+            .map(|&w| format!("+{}", VOCAB[w]))
+            .chain(o.iter().map(|&w| VOCAB[w].to_string()))
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -71,7 +92,10 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
         doc_count: n_with,
         sum_total_term_freq: total,
     };
-    let df = |w: usize| docs.iter().filter(|d| d.contains(&w)).count() as u64;
+    let dfs: Vec<u64> = (0..VOCAB.len())
+        .map(|w| docs.iter().filter(|d| d.contains(&w)).count() as u64)
+        .collect();
+    let df = |w: usize| dfs[w];
     let boosted_score = |w: usize, boost: f32, d: &Vec<usize>| -> Option<f64> {
         let tf = d.iter().filter(|&&x| x == w).count();
         (tf > 0).then(|| {
@@ -123,6 +147,21 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
                     .collect();
                 (parts.iter().all(Option::is_some) && !e.iter().any(|w| d.contains(w)))
                     .then(|| parts.iter().map(|p| p.unwrap()).sum::<f64>())
+            }
+            Q::ReqOpt(r, o) => {
+                let req: Vec<Option<f64>> = merged(r)
+                    .into_iter()
+                    .map(|(w, b)| boosted_score(w, b, d))
+                    .collect();
+                // As Lucene's ReqOptSumScorer: each side's sum is rounded to f32 first.
+                req.iter().all(Option::is_some).then(|| {
+                    let opt: f64 = merged(o)
+                        .into_iter()
+                        .filter_map(|(w, b)| boosted_score(w, b, d))
+                        .sum();
+                    let req: f64 = req.iter().map(|p| p.unwrap()).sum();
+                    f64::from(req as f32) + f64::from(opt as f32)
+                })
             }
         };
         if let Some(s) = s {
@@ -202,4 +241,48 @@ fn model_agrees_on_a_fixed_case() {
         seen.insert(text(&q), got);
     }
     assert_eq!(seen.len(), 3);
+}
+
+/// Conjunctions of common terms are counted with bitsets over windows of 32768 doc ids (and their
+/// top k found in windows led by the rarest term): over several windows, with dense and sparse
+/// blocks, every mode agrees with the model.
+#[test]
+fn dense_conjunctions_over_many_windows_agree_with_the_model() {
+    let docs: Vec<Vec<usize>> = (0..80_000usize)
+        .map(|i| {
+            let mut d = vec![0]; // `oil` everywhere
+            if i % 3 != 0 {
+                d.push(1); // `gas` in two thirds
+            }
+            if i % 7 == 2 || (30_000..34_000).contains(&i) {
+                d.push(2); // `tax` in a seventh, dense in one stretch
+            }
+            if i % 500 == 17 {
+                d.push(3);
+            }
+            if i % 11 == 0 {
+                d.push(1); // some repeats, so scores differ
+            }
+            d
+        })
+        .collect();
+    let (_tmp, index) = build(&docs, 1);
+    let s = index.searcher();
+    for q in [
+        Q::And(vec![0, 1, 2]),
+        Q::And(vec![1, 2]),
+        Q::And(vec![0, 1]),
+        Q::And(vec![1, 2, 3]),
+    ] {
+        let parsed = s.parse_query(&text(&q), &["body"]).unwrap();
+        let want = model(&docs, &q);
+        let count = s.search(&parsed, 10, SearchMode::Count).unwrap();
+        assert_eq!(count.total_hits, want.len() as u64, "{}", text(&q));
+        let want_top: Vec<u64> = want.iter().take(10).map(|w| w.0 as u64).collect();
+        for mode in [SearchMode::Top, SearchMode::TopCount] {
+            let r = s.search(&parsed, 10, mode).unwrap();
+            let got: Vec<u64> = r.top.iter().map(|h| h.seq).collect();
+            assert_eq!(got, want_top, "{} in {mode:?}", text(&q));
+        }
+    }
 }

@@ -111,6 +111,11 @@ impl<'a, L: LiveFilter> LeafCollector<'a, L> {
         self.top.threshold()
     }
 
+    /// Forgets the matches counted so far: a pruned pass whose count is then redone exactly.
+    pub fn reset_count(&mut self) {
+        self.count = 0;
+    }
+
     /// Live matches counted so far.
     pub fn counted(&self) -> u64 {
         self.count

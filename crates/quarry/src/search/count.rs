@@ -56,6 +56,15 @@ pub fn count_and(
     for c in cursors.iter_mut() {
         c.set_docs_only();
     }
+    if cursors.len() > 1
+        && u64::from(cursors[0].doc_freq()) * DENSE_LEAD >= u64::from(cursors[0].max_doc())
+    {
+        let count = count_and_dense(&mut cursors, budget);
+        if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
+            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        }
+        return Ok(count);
+    }
     let (lead, rest) = cursors.split_first_mut().expect("non-empty");
     let mut count = 0u64;
     let mut target = lead.doc();
@@ -79,6 +88,54 @@ pub fn count_and(
         return Err(Error::corrupt(format!("{}.post", seg.name()), why));
     }
     Ok(count)
+}
+
+/// A conjunction whose rarest term is in at least one document in this many is counted with
+/// bitsets: a leapfrog would seek every other term for nearly every document of the lead.
+const DENSE_LEAD: u64 = 16;
+/// Doc ids per window of the bitset intersection.
+const AND_WINDOW: u32 = 1 << 15;
+
+/// [`count_and`] for common terms: per window of doc ids, each term's documents are marked in a
+/// bitset (dense blocks are ORed in as they lie), the bitsets ANDed and the result counted.
+/// Windows where the rarest term has no document are skipped.
+fn count_and_dense(cursors: &mut [PostingsCursor], budget: &mut Budget) -> u64 {
+    let words = (AND_WINDOW / 64) as usize;
+    let mut acc = vec![0u64; words];
+    let mut bits = vec![0u64; words];
+    let mut count = 0u64;
+    loop {
+        if budget.check_now() {
+            break;
+        }
+        let lead = cursors[0].doc();
+        if lead == TERMINATED {
+            break;
+        }
+        let base = lead / AND_WINDOW * AND_WINDOW;
+        let end = base.saturating_add(AND_WINDOW);
+        cursors[0].mark_until(base, end, &mut acc);
+        for c in cursors[1..].iter_mut() {
+            if c.doc() < base {
+                c.seek(base);
+            }
+            c.mark_until(base, end, &mut bits);
+            let mut any = 0u64;
+            for (a, b) in acc.iter_mut().zip(bits.iter_mut()) {
+                *a &= *b;
+                *b = 0;
+                any |= *a;
+            }
+            if any == 0 {
+                break;
+            }
+        }
+        for a in acc.iter_mut() {
+            count += u64::from(a.count_ones());
+            *a = 0;
+        }
+    }
+    count
 }
 
 /// The number of documents of `a` holding at least one of `others` (doc ids only): a leapfrog

@@ -289,7 +289,15 @@ impl Searcher {
                         }
                     }
                     let c = LeafCollector::new(&mut top, seg, ord as u32, AllLive);
-                    search_segment(&weight, union.as_deref(), seg, ord, c, mode)
+                    // When the count is free (`+work remote`: the documents of `work`), the top
+                    // k come from the pruned walk instead of scoring every match.
+                    match weight.free_count(ord) {
+                        Some(n) if mode == SearchMode::TopCount && union.is_none() => {
+                            search_segment(&weight, None, seg, ord, c, SearchMode::Top)
+                                .map(|_| (n, false))
+                        }
+                        _ => search_segment(&weight, union.as_deref(), seg, ord, c, mode),
+                    }
                 }
                 Some(live) => {
                     let c = LeafCollector::new(&mut top, seg, ord as u32, live);
@@ -413,8 +421,23 @@ fn search_segment<L: LiveFilter>(
             // One term: the generic loop, monomorphized for the term scorer.
             ([t], _) => collect_segment(t, &mut c, mode),
             (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),
+            // The top k from the pruned walk, then, if it skipped documents, the exact count
+            // from a second pass that only ORs doc ids (bitsets, no scores): both together read
+            // far less than scoring every document (W2 unions: about a third of the time).
             (_, SearchMode::TopCount) => {
-                union::exhaustive(&mut scorers, &mut c, true);
+                if union::top_k(&mut scorers, &mut c) && !c.out_of_time() {
+                    if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
+                        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    }
+                    scorers.clear();
+                    for w in terms {
+                        if let Some(s) = w.term_scorer(seg, ord)? {
+                            scorers.push(s);
+                        }
+                    }
+                    c.reset_count();
+                    union::exhaustive(&mut scorers, &mut c, false);
+                }
                 false
             }
             (_, SearchMode::Count) => {
@@ -485,11 +508,17 @@ fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
             // Block-max skipping: a window whose best possible score cannot beat the k-th best
             // kept score is passed over using the skip tables only (no block is decoded).
             let mut target = doc;
+            // The bar last told to the scorer (it can then skip documents below it itself).
+            let mut told = f32::NEG_INFINITY;
             while target != TERMINATED {
                 if c.out_of_time() {
                     return true;
                 }
                 if let Some(threshold) = c.threshold() {
+                    if threshold > told {
+                        told = threshold;
+                        s.set_min_competitive(threshold);
+                    }
                     let (end, max) = s.block_max(target);
                     if max < threshold {
                         skipped = true;
@@ -509,8 +538,14 @@ fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
                         if c.is_live(d) && (!two_phase || s.matches()) {
                             let score = s.score();
                             c.collect(d, score);
-                            if c.threshold().is_some_and(|t| max < t) {
-                                break;
+                            if let Some(t) = c.threshold() {
+                                if max < t {
+                                    break;
+                                }
+                                if t > told {
+                                    told = t;
+                                    s.set_min_competitive(t);
+                                }
                             }
                         }
                         d = s.next();

@@ -32,6 +32,17 @@ pub trait Scorer: Send {
     fn block_max(&mut self, _target: u32) -> (u32, f32) {
         (TERMINATED - 1, self.max_score())
     }
+    /// Tells a top-k search's scorer the score a document must now exceed to be kept: scorers
+    /// that can (the optional clauses of [`ReqOptScorer`]) then skip documents that cannot reach
+    /// it. Only ever raised; never called by counting searches.
+    fn set_min_competitive(&mut self, _min: f32) {}
+    /// Like `seek`, but may pass over documents up to `limit` whose score cannot reach `need`
+    /// (the optional side of [`ReqOptScorer`] in a window where the required side alone cannot
+    /// compete). Never passes over a document above `limit`, never lands on [`TERMINATED`]
+    /// unless `seek` would.
+    fn seek_competitive(&mut self, target: u32, _need: f32, _limit: u32) -> u32 {
+        self.seek(target)
+    }
     /// An inconsistency met in the index data, reported after the search.
     fn corruption(&self) -> Option<String> {
         None
@@ -499,16 +510,23 @@ impl Scorer for TermConjunction {
         let sum: f64 = self.terms.iter().map(|t| f64::from(t.max_score())).sum();
         sum as f32 * (1.0 + 1e-6)
     }
+    /// The window is the rarest term's block (so a common term's short blocks do not cut it
+    /// into pieces that mostly hold no match); the other terms are bounded over it by their
+    /// blocks' maxima ([`TermScorer::max_over`]).
     fn block_max(&mut self, target: u32) -> (u32, f32) {
-        let mut end = TERMINATED - 1;
-        let mut sum = 0f64;
-        for t in self.terms.iter_mut() {
-            let (e, m) = t.block_max(target);
-            if e == TERMINATED {
-                return (TERMINATED, 0.0);
+        let (lead, rest) = self.terms.split_first_mut().expect("non-empty");
+        let (end, m) = lead.block_max(target);
+        if end == TERMINATED {
+            return (TERMINATED, 0.0);
+        }
+        let mut sum = f64::from(m);
+        for t in rest.iter_mut() {
+            match t.doc() {
+                TERMINATED => return (TERMINATED, 0.0),
+                // No document of this term in the window: nothing there matches.
+                d if d > end => return (end, 0.0),
+                d => sum += f64::from(t.max_over(target.max(d), end)),
             }
-            end = end.min(e);
-            sum += f64::from(m);
         }
         (end, sum as f32 * (1.0 + 1e-6))
     }
@@ -525,20 +543,67 @@ pub struct DisjunctionScorer {
     /// Indexes of the subs positioned on `doc` that confirmed (`matches`).
     on_doc: Vec<usize>,
     cost: u64,
+    /// Sub indexes by increasing `max_score`, and `bounds[i]` = the sum of the first `i` maxima
+    /// (MaxScore: documents matched only by a prefix whose sum is below a bar cannot reach it).
+    by_max: Vec<usize>,
+    bounds: Vec<f64>,
 }
 
 impl DisjunctionScorer {
     pub fn new(subs: Vec<Box<dyn Scorer>>, min_match: usize) -> Self {
         let cost = subs.iter().map(|s| s.cost()).sum();
+        let mut by_max: Vec<usize> = (0..subs.len()).collect();
+        by_max.sort_by(|&a, &b| subs[a].max_score().total_cmp(&subs[b].max_score()));
+        let mut bounds = vec![0f64; subs.len() + 1];
+        for (i, &s) in by_max.iter().enumerate() {
+            bounds[i + 1] = bounds[i] + f64::from(subs[s].max_score());
+        }
         let mut d = Self {
             subs,
             min_match: min_match.max(1),
             doc: 0,
             on_doc: Vec::new(),
             cost,
+            by_max,
+            bounds,
         };
         d.doc = d.settle(0);
         d
+    }
+
+    /// The first doc in `[from, limit]` matched by one of the subs after the first `skip` of
+    /// `by_max` (the others are moved there too, to be scored); `None` when there is none (only
+    /// those subs have moved then, to their first doc `>= from`).
+    fn settle_essential(&mut self, from: u32, skip: usize, limit: u32) -> Option<u32> {
+        let mut target = from;
+        loop {
+            let mut min = TERMINATED;
+            for &i in &self.by_max[skip..] {
+                let s = &mut self.subs[i];
+                let d = if s.doc() < target {
+                    s.seek(target)
+                } else {
+                    s.doc()
+                };
+                min = min.min(d);
+            }
+            if min == TERMINATED || min > limit {
+                return None;
+            }
+            self.on_doc.clear();
+            for (i, s) in self.subs.iter_mut().enumerate() {
+                if s.doc() < min {
+                    s.seek(min);
+                }
+                if s.doc() == min && s.matches() {
+                    self.on_doc.push(i);
+                }
+            }
+            if !self.on_doc.is_empty() {
+                return Some(min);
+            }
+            target = min + 1;
+        }
     }
 
     /// Finds the first doc >= `from` matched by at least `min_match` subs.
@@ -602,6 +667,34 @@ impl Scorer for DisjunctionScorer {
     fn max_score(&self) -> f32 {
         let sum: f64 = self.subs.iter().map(|s| f64::from(s.max_score())).sum();
         sum as f32 * (1.0 + 1e-6)
+    }
+    /// MaxScore: the subs with the smallest maxima whose sum stays below `need` cannot make a
+    /// match alone, so candidates come from the others only.
+    fn seek_competitive(&mut self, target: u32, need: f32, limit: u32) -> u32 {
+        if self.doc >= target {
+            return self.doc;
+        }
+        let need = f64::from(need);
+        let skip = if self.min_match > 1 {
+            0
+        } else {
+            // Largest prefix whose (inflated) bound is below `need`, leaving at least one sub.
+            let mut k = 0;
+            while k + 1 < self.subs.len() && self.bounds[k + 1] * (1.0 + 1e-6) < need {
+                k += 1;
+            }
+            k
+        };
+        if skip == 0 {
+            return self.seek(target);
+        }
+        self.doc = match self.settle_essential(target, skip, limit) {
+            Some(d) => d,
+            // No competitive candidate up to `limit`: position as `seek` does, so documents
+            // above it are all still ahead.
+            None => self.settle(target),
+        };
+        self.doc
     }
     fn block_max(&mut self, target: u32) -> (u32, f32) {
         let mut end = TERMINATED;
@@ -684,6 +777,9 @@ impl Scorer for ExclusionScorer {
     fn block_max(&mut self, target: u32) -> (u32, f32) {
         self.required.block_max(target)
     }
+    fn set_min_competitive(&mut self, min: f32) {
+        self.required.set_min_competitive(min);
+    }
     fn corruption(&self) -> Option<String> {
         self.required
             .corruption()
@@ -692,26 +788,169 @@ impl Scorer for ExclusionScorer {
 }
 
 /// `required`, plus the score of `optional` where it also matches (Lucene's ReqOptSumScorer).
+///
+/// In a top-k search it also prunes as Lucene does: once the k-th best score is known
+/// ([`Scorer::set_min_competitive`]), a window of the skip data (the nearest block end of both
+/// sides) whose bounds cannot sum to it is passed over, and in a window where `required` alone
+/// cannot reach it, only documents of `optional` are candidates (the two are leapfrogged as a
+/// conjunction), so `+work remote` walks the few documents of `remote` rather than every
+/// document of `work`. Candidates are still real matches of `required`; scores are unchanged.
 pub struct ReqOptScorer {
     required: Box<dyn Scorer>,
     optional: Box<dyn Scorer>,
+    /// The score a document must exceed; `-inf` until a top-k search says otherwise.
+    min: f32,
+    /// Last doc of the current window (valid when `window_valid`) and the two bounds in it.
+    up_to: u32,
+    window_valid: bool,
+    req_max: f32,
+    opt_max: f32,
+    /// Whether `required` must confirm (`matches`) before it can score.
+    req_two_phase: bool,
+    /// The last (doc, score) of `required` computed while pruning, reused by `score`.
+    req_score: (u32, f32),
 }
 
 impl ReqOptScorer {
     pub fn new(required: Box<dyn Scorer>, optional: Box<dyn Scorer>) -> Self {
-        Self { required, optional }
+        Self {
+            req_two_phase: required.is_two_phase(),
+            req_score: (TERMINATED, 0.0),
+            required,
+            optional,
+            min: f32::NEG_INFINITY,
+            up_to: 0,
+            window_valid: false,
+            req_max: f32::INFINITY,
+            opt_max: f32::INFINITY,
+        }
+    }
+
+    /// Reads the bounds of the window holding `target` from the skip data.
+    fn window(&mut self, target: u32) {
+        let (re, rm) = self.required.block_max(target);
+        let (oe, om) = if self.optional.doc() == TERMINATED {
+            (TERMINATED, 0.0)
+        } else {
+            self.optional.block_max(target)
+        };
+        // An exhausted side bounds nothing: the window is the other side's.
+        self.up_to = re.min(oe).min(TERMINATED - 1);
+        self.req_max = rm * SLACK;
+        self.opt_max = if oe == TERMINATED { 0.0 } else { om * SLACK };
+        self.window_valid = true;
+    }
+
+    /// The first candidate `>= target` that may exceed `min`.
+    fn advance(&mut self, mut target: u32) -> u32 {
+        loop {
+            if target == TERMINATED {
+                return self.required.seek(TERMINATED);
+            }
+            if !self.window_valid || target > self.up_to {
+                self.window(target);
+            }
+            if self.req_max + self.opt_max < self.min {
+                // Nothing in this window can compete.
+                if self.up_to >= TERMINATED - 1 {
+                    return self.required.seek(TERMINATED);
+                }
+                target = self.up_to + 1;
+                continue;
+            }
+            let d = if self.required.doc() < target {
+                self.required.seek(target)
+            } else {
+                self.required.doc()
+            };
+            if d == TERMINATED {
+                return d;
+            }
+            if d > self.up_to {
+                // Past the window: read the bounds of the window holding `d`.
+                target = d;
+                continue;
+            }
+            // The bound of this document: its own required score (when it can be read before
+            // `matches`, i.e. not for phrases) or the window's.
+            let req = if self.req_two_phase {
+                self.req_max
+            } else {
+                let s = self.required.score();
+                self.req_score = (d, s);
+                s * SLACK
+            };
+            if req >= self.min {
+                return d;
+            }
+            if req + self.opt_max < self.min {
+                // Even the optional side's best in this window cannot lift it: next document.
+                target = d + 1;
+                continue;
+            }
+            // Only with the optional clause can it compete: that must match. Where `required`
+            // cannot compete alone anywhere in the window, the optional side's candidates must
+            // also bring the difference to the window's bound.
+            let o = if self.optional.doc() < d {
+                if self.req_max < self.min {
+                    self.optional
+                        .seek_competitive(d, self.min - self.req_max, self.up_to)
+                } else {
+                    self.optional.seek(d)
+                }
+            } else {
+                self.optional.doc()
+            };
+            if o == d {
+                return d;
+            }
+            if self.req_max >= self.min {
+                // Another document of `required` may compete alone: try the next one.
+                target = d + 1;
+                continue;
+            }
+            if o == TERMINATED {
+                // No optional match left: only windows where `required` alone competes remain.
+                self.window_valid = false;
+                if self.up_to >= TERMINATED - 1 {
+                    return self.required.seek(TERMINATED);
+                }
+                target = self.up_to + 1;
+                continue;
+            }
+            // No candidate before `o` in this window; past it, the next window decides.
+            target = o.min(self.up_to + 1);
+        }
     }
 }
+
+/// Bounds are inflated by this factor so float rounding never prunes a document whose true score
+/// equals the bar.
+const SLACK: f32 = 1.0 + 1e-6;
 
 impl Scorer for ReqOptScorer {
     fn doc(&self) -> u32 {
         self.required.doc()
     }
     fn next(&mut self) -> u32 {
-        self.required.next()
+        if self.min == f32::NEG_INFINITY {
+            return self.required.next();
+        }
+        let d = self.required.doc();
+        if d == TERMINATED {
+            return d;
+        }
+        self.advance(d + 1)
     }
     fn seek(&mut self, target: u32) -> u32 {
-        self.required.seek(target)
+        if self.min == f32::NEG_INFINITY {
+            return self.required.seek(target);
+        }
+        let d = self.required.doc();
+        if d >= target {
+            return d;
+        }
+        self.advance(target)
     }
     fn matches(&mut self) -> bool {
         self.required.matches()
@@ -721,7 +960,11 @@ impl Scorer for ReqOptScorer {
     }
     fn score(&mut self) -> f32 {
         let d = self.required.doc();
-        let mut s = f64::from(self.required.score());
+        let req = match self.req_score {
+            (doc, s) if doc == d => s,
+            _ => self.required.score(),
+        };
+        let mut s = f64::from(req);
         let o = if self.optional.doc() < d {
             self.optional.seek(d)
         } else {
@@ -738,6 +981,28 @@ impl Scorer for ReqOptScorer {
     fn max_score(&self) -> f32 {
         ((f64::from(self.required.max_score()) + f64::from(self.optional.max_score())) as f32)
             * (1.0 + 1e-6)
+    }
+    /// The window ends at the nearest block end of either side; its bound is the sum of both
+    /// sides' block maxima (the optional side's only while it has documents left).
+    fn block_max(&mut self, target: u32) -> (u32, f32) {
+        let (re, rm) = self.required.block_max(target);
+        if re == TERMINATED {
+            return (TERMINATED, 0.0);
+        }
+        if self.optional.doc() == TERMINATED {
+            return (re, rm * SLACK);
+        }
+        let (oe, om) = self.optional.block_max(target);
+        if oe == TERMINATED {
+            return (re, rm * SLACK);
+        }
+        (re.min(oe), ((f64::from(rm) + f64::from(om)) as f32) * SLACK)
+    }
+    fn set_min_competitive(&mut self, min: f32) {
+        if min > self.min {
+            self.min = min;
+            // The current document may no longer be a candidate; the next move re-checks.
+        }
     }
     fn corruption(&self) -> Option<String> {
         self.required

@@ -304,6 +304,28 @@ impl Weight {
         }
     }
 
+    /// The number of matches in `seg` (without deletions) when it costs nothing to know: a term
+    /// (its document frequency) or one required term with optional clauses (which never change
+    /// which documents match). A search that wants the top k and the count then runs pruned and
+    /// takes the count from here.
+    pub fn free_count(&self, ord: usize) -> Option<u64> {
+        match self {
+            Weight::Nothing | Weight::Term { .. } => self
+                .count_term(ord)
+                .map(|t| t.map_or(0, |t| u64::from(t.info.doc_freq))),
+            Weight::Bool {
+                must,
+                filter,
+                must_not,
+                min_should: 0,
+                ..
+            } if must.len() == 1 && filter.is_empty() && must_not.is_empty() => {
+                must[0].free_count(ord)
+            }
+            _ => None,
+        }
+    }
+
     /// The term weights of a pure disjunction of terms (the MaxScore fast path), if this is one;
     /// a single term is a union of one.
     pub fn term_union(&self) -> Option<Vec<&Weight>> {

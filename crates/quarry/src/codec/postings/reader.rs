@@ -206,6 +206,8 @@ pub struct PostingsCursor {
     lazy: Option<LazyDense>,
     /// `load_block` may leave a dense block unexpanded (set by `seek` around its call).
     lazy_ok: bool,
+    /// For the lazy dense block: (w, number of set bits in its words before word w).
+    dense_rank: std::cell::Cell<(usize, usize)>,
     corrupt: Option<String>,
     /// Verifies a block's bytes when it is loaded (unverified mapped blocks region).
     check: Option<RegionCheck>,
@@ -262,6 +264,7 @@ impl PostingsCursor {
             docs_only: false,
             lazy: None,
             lazy_ok: false,
+            dense_rank: std::cell::Cell::new((0, 0)),
             corrupt: None,
             check,
             pos_check,
@@ -778,10 +781,18 @@ impl PostingsCursor {
         if !rank {
             return (doc, 0);
         }
-        let mut r = (self.dense_word(l, w) & ((1u64 << bit) - 1)).count_ones() as usize;
-        for i in 0..w {
-            r += self.dense_word(l, i).count_ones() as usize;
+        // Seeks move forward, so the rank of the words before `w` is kept and extended: a
+        // block's words are counted once however many seeks land in it.
+        let (mut rw, mut racc) = self.dense_rank.get();
+        if rw > w {
+            (rw, racc) = (0, 0);
         }
+        while rw < w {
+            racc += self.dense_word(l, rw).count_ones() as usize;
+            rw += 1;
+        }
+        self.dense_rank.set((rw, racc));
+        let r = racc + (self.dense_word(l, w) & ((1u64 << bit) - 1)).count_ones() as usize;
         (doc, r)
     }
 
@@ -946,6 +957,7 @@ impl PostingsCursor {
                     n_words,
                     last,
                 });
+                self.dense_rank.set((0, 0));
                 p += len;
             } else {
                 p += dense::decode(origin, rest, n_words, &mut self.docs)?;
