@@ -285,4 +285,17 @@ fn dense_conjunctions_over_many_windows_agree_with_the_model() {
             assert_eq!(got, want_top, "{} in {mode:?}", text(&q));
         }
     }
+    // Phrases of common words take their candidates from the same bitsets.
+    for phrase in [[0usize, 1], [1, 2], [0, 2]] {
+        let want = docs
+            .iter()
+            .filter(|d| d.windows(2).any(|w| w == phrase))
+            .count() as u64;
+        let q = format!("\"{} {}\"", VOCAB[phrase[0]], VOCAB[phrase[1]]);
+        let parsed = s.parse_query(&q, &["body"]).unwrap();
+        for mode in [SearchMode::Count, SearchMode::TopCount] {
+            let r = s.search(&parsed, 10, mode).unwrap();
+            assert_eq!(r.total_hits, want, "{q} in {mode:?}");
+        }
+    }
 }

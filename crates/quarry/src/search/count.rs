@@ -56,11 +56,9 @@ pub fn count_and(
     for c in cursors.iter_mut() {
         c.set_docs_only();
     }
-    if cursors.len() > 1
-        && u64::from(cursors[0].doc_freq()) * DENSE_LEAD >= u64::from(cursors[0].max_doc())
-    {
-        let count = count_and_dense(&mut cursors, budget);
-        if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
+    if cursors.len() > 1 && DenseAnd::pays(cursors[0].doc_freq(), cursors[0].max_doc()) {
+        let (count, and) = count_and_dense(cursors, budget);
+        if let Some(why) = and.corruption() {
             return Err(Error::corrupt(format!("{}.post", seg.name()), why));
         }
         return Ok(count);
@@ -96,46 +94,123 @@ const DENSE_LEAD: u64 = 16;
 /// Doc ids per window of the bitset intersection.
 const AND_WINDOW: u32 = 1 << 15;
 
-/// [`count_and`] for common terms: per window of doc ids, each term's documents are marked in a
-/// bitset (dense blocks are ORed in as they lie), the bitsets ANDed and the result counted.
-/// Windows where the rarest term has no document are skipped.
-fn count_and_dense(cursors: &mut [PostingsCursor], budget: &mut Budget) -> u64 {
-    let words = (AND_WINDOW / 64) as usize;
-    let mut acc = vec![0u64; words];
-    let mut bits = vec![0u64; words];
-    let mut count = 0u64;
-    loop {
-        if budget.check_now() {
-            break;
+/// The documents holding every one of several common terms, a window of 32768 doc ids at a
+/// time: each term's documents are marked in a bitset (dense blocks ORed in as they lie) and
+/// the bitsets ANDed. Windows where the rarest term has no document are never built. Counts
+/// of such conjunctions pop the bits; phrases of common words take their candidates from it
+/// instead of leapfrogging through every document of the rarest word.
+pub struct DenseAnd {
+    /// Doc-ids-only cursors, rarest first.
+    cursors: Vec<PostingsCursor>,
+    acc: Vec<u64>,
+    tmp: Vec<u64>,
+    /// The window in `acc`: `[base, base + AND_WINDOW)`; none yet while `built` is false.
+    base: u32,
+    built: bool,
+}
+
+impl DenseAnd {
+    /// Whether a conjunction whose rarest term is in `min_df` of `max_doc` documents is better
+    /// served by bitsets than by a leapfrog.
+    pub fn pays(min_df: u32, max_doc: u32) -> bool {
+        u64::from(min_df) * DENSE_LEAD >= u64::from(max_doc)
+    }
+
+    /// `cursors`: one per term, freshly opened (at least two).
+    pub fn new(mut cursors: Vec<PostingsCursor>) -> Self {
+        cursors.sort_by_key(|c| c.doc_freq());
+        for c in cursors.iter_mut() {
+            c.set_docs_only();
         }
-        let lead = cursors[0].doc();
-        if lead == TERMINATED {
-            break;
+        let words = (AND_WINDOW / 64) as usize;
+        Self {
+            cursors,
+            acc: vec![0; words],
+            tmp: vec![0; words],
+            base: 0,
+            built: false,
         }
-        let base = lead / AND_WINDOW * AND_WINDOW;
+    }
+
+    /// Builds the next window holding a document of the rarest term `>= from`; `None` when
+    /// there is none. Returns its base and its bits (bit `i` = document `base + i`).
+    fn window(&mut self, from: u32) -> Option<(u32, &[u64])> {
+        let lead = &mut self.cursors[0];
+        if lead.doc() < from {
+            lead.seek(from);
+        }
+        let first = lead.doc();
+        if first == TERMINATED {
+            return None;
+        }
+        let base = first / AND_WINDOW * AND_WINDOW;
         let end = base.saturating_add(AND_WINDOW);
-        cursors[0].mark_until(base, end, &mut acc);
-        for c in cursors[1..].iter_mut() {
-            if c.doc() < base {
-                c.seek(base);
+        self.acc.fill(0);
+        lead.mark_until(base, end, &mut self.acc);
+        for c in self.cursors[1..].iter_mut() {
+            if c.doc() < first {
+                c.seek(first);
             }
-            c.mark_until(base, end, &mut bits);
+            c.mark_until(base, end, &mut self.tmp);
             let mut any = 0u64;
-            for (a, b) in acc.iter_mut().zip(bits.iter_mut()) {
-                *a &= *b;
-                *b = 0;
+            for (a, t) in self.acc.iter_mut().zip(self.tmp.iter_mut()) {
+                *a &= *t;
+                *t = 0;
                 any |= *a;
             }
             if any == 0 {
                 break;
             }
         }
-        for a in acc.iter_mut() {
-            count += u64::from(a.count_ones());
-            *a = 0;
+        self.base = base;
+        self.built = true;
+        Some((base, &self.acc))
+    }
+
+    /// The first document `>= target` holding every term, or [`TERMINATED`].
+    pub fn next_from(&mut self, mut target: u32) -> u32 {
+        loop {
+            if target == TERMINATED {
+                return TERMINATED;
+            }
+            if (!self.built || target >= self.base.saturating_add(AND_WINDOW))
+                && self.window(target).is_none()
+            {
+                return TERMINATED;
+            }
+            let end = self.base.saturating_add(AND_WINDOW);
+            let mut p = target.max(self.base) - self.base;
+            while p < AND_WINDOW {
+                let w = (p / 64) as usize;
+                let x = self.acc[w] & (!0u64 << (p % 64));
+                if x != 0 {
+                    return self.base + (w as u32) * 64 + x.trailing_zeros();
+                }
+                p = (w as u32 + 1) * 64;
+            }
+            target = end;
         }
     }
-    count
+
+    /// An inconsistency met in the postings, if any.
+    pub fn corruption(&self) -> Option<&str> {
+        self.cursors.iter().find_map(|c| c.is_corrupt())
+    }
+}
+
+/// [`count_and`] for common terms, through [`DenseAnd`].
+fn count_and_dense(cursors: Vec<PostingsCursor>, budget: &mut Budget) -> (u64, DenseAnd) {
+    let mut and = DenseAnd::new(cursors);
+    let mut count = 0u64;
+    let mut from = 0;
+    while !budget.check_now() {
+        let Some((base, bits)) = and.window(from) else {
+            break;
+        };
+        count += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+        from = base.saturating_add(AND_WINDOW);
+    }
+    (count, and)
 }
 
 /// The number of documents of `a` holding at least one of `others` (doc ids only): a leapfrog

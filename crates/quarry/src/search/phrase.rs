@@ -4,6 +4,7 @@
 use quarry_store::Bytes;
 
 use super::bm25::SimScorer;
+use super::count::DenseAnd;
 use super::scorer::{Scorer, TERMINATED};
 use crate::codec::postings::PostingsCursor;
 
@@ -26,10 +27,20 @@ pub struct PhraseScorer {
     starts: Vec<u32>,
     buf: Vec<u32>,
     max: f32,
+    /// For phrases of common words: the candidates, from bitsets (the leapfrog then only
+    /// confirms them).
+    filter: Option<DenseAnd>,
 }
 
 impl PhraseScorer {
-    pub fn new(terms: Vec<PhraseTerm>, slop: u32, sim: SimScorer, norms: Option<Bytes>) -> Self {
+    /// `filter`: the terms' documents as a [`DenseAnd`], when [`DenseAnd::pays`].
+    pub fn new(
+        terms: Vec<PhraseTerm>,
+        slop: u32,
+        sim: SimScorer,
+        norms: Option<Bytes>,
+        filter: Option<DenseAnd>,
+    ) -> Self {
         let mut order: Vec<usize> = (0..terms.len()).collect();
         order.sort_by_key(|&i| terms[i].cursor.doc_freq());
         // A phrase occurs at most as often as its rarest term.
@@ -52,6 +63,7 @@ impl PhraseScorer {
             starts: Vec::new(),
             buf: Vec::new(),
             max,
+            filter,
         };
         let first = p.terms[p.order[0]].cursor.doc();
         p.doc = p.align(first);
@@ -60,6 +72,9 @@ impl PhraseScorer {
 
     fn align(&mut self, mut target: u32) -> u32 {
         'outer: loop {
+            if let Some(f) = self.filter.as_mut() {
+                target = f.next_from(target);
+            }
             if target == TERMINATED {
                 return TERMINATED;
             }
@@ -220,5 +235,10 @@ impl Scorer for PhraseScorer {
         self.terms
             .iter()
             .find_map(|t| t.cursor.is_corrupt().map(str::to_string))
+            .or_else(|| {
+                self.filter
+                    .as_ref()
+                    .and_then(|f| f.corruption().map(str::to_string))
+            })
     }
 }

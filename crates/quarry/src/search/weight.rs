@@ -6,7 +6,7 @@ use quarry_store::Bytes;
 
 use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::collector::Budget;
-use super::count::{self, CountTerm};
+use super::count::{self, CountTerm, DenseAnd};
 use super::phrase::{PhraseScorer, PhraseTerm};
 use super::scorer::*;
 use super::stats::CollectionStats;
@@ -406,11 +406,23 @@ impl Weight {
                     })
                     .collect();
                 let norms = seg.norms(*field)?.cloned();
+                // Common words only (`"to be or not to be"`): candidates from bitsets.
+                let min_df = infos.iter().map(|(i, _)| i.doc_freq).min().unwrap_or(0);
+                let filter = if infos.len() > 1 && DenseAnd::pays(min_df, seg.doc_count()) {
+                    let cursors = infos
+                        .iter()
+                        .map(|(i, b)| seg.postings(*field, i, b, false))
+                        .collect::<Result<Vec<_>>>()?;
+                    Some(DenseAnd::new(cursors))
+                } else {
+                    None
+                };
                 Some(Box::new(PhraseScorer::new(
                     pts,
                     *slop,
                     (**sim).clone(),
                     norms,
+                    filter,
                 )))
             }
             Weight::Prefix {
