@@ -211,6 +211,9 @@ proptest! {
             prop_assert_eq!(full.total_hits, want.len() as u64, "{}", text(q));
             prop_assert_eq!(count.total_hits, want.len() as u64);
             prop_assert!(pruned.total_hits <= full.total_hits);
+            if pruned.hits_exact {
+                prop_assert_eq!(pruned.total_hits, full.total_hits, "exact count in top mode for {}", text(q));
+            }
             let ids = |r: &quarry::SearchResult| -> Vec<(u64, f32)> { r.top.iter().map(|h| (h.seq, h.score)).collect() };
             prop_assert_eq!(ids(&pruned), ids(&full), "pruned vs exhaustive for {}", text(q));
             let want_top: Vec<(u64, f32)> = want.iter().take(k).map(|&(i, s)| (i as u64, s)).collect();

@@ -453,7 +453,7 @@ fn search_segment<L: LiveFilter>(
     let Some(mut s) = weight.scorer(seg, ord)? else {
         return Ok((0, false));
     };
-    let skipped = collect_segment(&mut *s, &mut c, mode);
+    let skipped = collect_segment(&mut *s, &mut c, mode) | s.pruned();
     if let Some(why) = s.corruption() {
         return Err(Error::corrupt(format!("{}.post", seg.name()), why));
     }

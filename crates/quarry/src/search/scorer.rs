@@ -36,6 +36,11 @@ pub trait Scorer: Send {
     /// that can (the optional clauses of [`ReqOptScorer`]) then skip documents that cannot reach
     /// it. Only ever raised; never called by counting searches.
     fn set_min_competitive(&mut self, _min: f32) {}
+    /// Whether this scorer has passed over matching documents on its own (after
+    /// `set_min_competitive`), so a count of what it produced is a lower bound.
+    fn pruned(&self) -> bool {
+        false
+    }
     /// Like `seek`, but may pass over documents up to `limit` whose score cannot reach `need`
     /// (the optional side of [`ReqOptScorer`] in a window where the required side alone cannot
     /// compete). Never passes over a document above `limit`, never lands on [`TERMINATED`]
@@ -780,6 +785,9 @@ impl Scorer for ExclusionScorer {
     fn set_min_competitive(&mut self, min: f32) {
         self.required.set_min_competitive(min);
     }
+    fn pruned(&self) -> bool {
+        self.required.pruned()
+    }
     fn corruption(&self) -> Option<String> {
         self.required
             .corruption()
@@ -809,6 +817,8 @@ pub struct ReqOptScorer {
     req_two_phase: bool,
     /// The last (doc, score) of `required` computed while pruning, reused by `score`.
     req_score: (u32, f32),
+    /// Whether `advance` has run, i.e. documents may have been passed over.
+    pruned: bool,
 }
 
 impl ReqOptScorer {
@@ -816,6 +826,7 @@ impl ReqOptScorer {
         Self {
             req_two_phase: required.is_two_phase(),
             req_score: (TERMINATED, 0.0),
+            pruned: false,
             required,
             optional,
             min: f32::NEG_INFINITY,
@@ -843,6 +854,7 @@ impl ReqOptScorer {
 
     /// The first candidate `>= target` that may exceed `min`.
     fn advance(&mut self, mut target: u32) -> u32 {
+        self.pruned = true;
         loop {
             if target == TERMINATED {
                 return self.required.seek(TERMINATED);
@@ -997,6 +1009,9 @@ impl Scorer for ReqOptScorer {
             return (re, rm * SLACK);
         }
         (re.min(oe), ((f64::from(rm) + f64::from(om)) as f32) * SLACK)
+    }
+    fn pruned(&self) -> bool {
+        self.pruned
     }
     fn set_min_competitive(&mut self, min: f32) {
         if min > self.min {
