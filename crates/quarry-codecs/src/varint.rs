@@ -63,6 +63,100 @@ pub fn read_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, CodecError> {
     })
 }
 
+/// Finds the end of `n` consecutive varints starting at `from` without decoding them: the
+/// offset just past the `n`-th byte below `0x80` (a varint's last byte), or `None` when `bytes`
+/// ends first. Positions of the documents a phrase passes over are skipped this way.
+pub type Skipper = fn(&[u8], usize, u64) -> Option<usize>;
+
+/// [`Skipper`] through the process-wide kernel: AVX2 where the CPU has it (unless
+/// `QUARRY_SIMD=scalar`), else [`skip_scalar`].
+#[inline]
+pub fn skip(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
+    if n == 0 {
+        return (from <= bytes.len()).then_some(from);
+    }
+    (skipper())(bytes, from, n)
+}
+
+/// The process-wide [`Skipper`], chosen once.
+pub fn skipper() -> Skipper {
+    static CHOICE: std::sync::OnceLock<Skipper> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| {
+        if crate::Kernel::default_kernel() != crate::Kernel::Scalar {
+            if let Some(s) = avx2_skipper() {
+                return s;
+            }
+        }
+        skip_scalar
+    })
+}
+
+/// The portable [`Skipper`] (the reference): terminators counted eight bytes at a time.
+pub fn skip_scalar(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
+    let mut left = n;
+    let mut p = from;
+    if left == 0 {
+        return (p <= bytes.len()).then_some(p);
+    }
+    // Whole words while their terminators do not finish the skip.
+    while let Some(w) = bytes.get(p..p + 8) {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        let t = u64::from((!w & 0x8080_8080_8080_8080).count_ones());
+        if t >= left {
+            break;
+        }
+        left -= t;
+        p += 8;
+    }
+    while p < bytes.len() {
+        left -= u64::from(bytes[p] < 0x80);
+        p += 1;
+        if left == 0 {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The AVX2 [`Skipper`] if the CPU has AVX2 and `popcnt`.
+pub fn avx2_skipper() -> Option<Skipper> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+    {
+        return Some(|bytes, from, n| {
+            // SAFETY: AVX2 and popcnt were detected just above.
+            unsafe { skip_avx2(bytes, from, n) }
+        });
+    }
+    None
+}
+
+/// 32 bytes at a time: `vpmovmskb` gathers the bytes' high bits (set on all but a varint's
+/// last byte), so the terminators are the zero bits of the mask.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn skip_avx2(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
+    use std::arch::x86_64::*;
+    let mut left = n;
+    let mut p = from;
+    while p + 32 <= bytes.len() {
+        // SAFETY: `p + 32 <= bytes.len()`: the unaligned load reads inside `bytes`.
+        let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(p).cast::<__m256i>()) };
+        let mut ends = !(_mm256_movemask_epi8(v) as u32);
+        let t = u64::from(ends.count_ones());
+        if t >= left {
+            // The `left`-th terminator of this chunk ends the skip.
+            for _ in 1..left {
+                ends &= ends - 1;
+            }
+            return Some(p + ends.trailing_zeros() as usize + 1);
+        }
+        left -= t;
+        p += 32;
+    }
+    skip_scalar(bytes, p, left)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +170,34 @@ mod tests {
             let mut pos = 0;
             for &v in &values { prop_assert_eq!(read_u64(&buf, &mut pos).unwrap(), v); }
             prop_assert_eq!(pos, buf.len());
+        }
+
+        #[test]
+        fn skip_kernels_agree(
+            bytes in proptest::collection::vec(prop_oneof![0u8..0x80, 0x80u8..=0xff], 0..200),
+            from in 0usize..40,
+            n in 0u64..120,
+        ) {
+            let from = from.min(bytes.len());
+            // The reference: a byte at a time.
+            let mut want = None;
+            let mut left = n;
+            if left == 0 {
+                want = Some(from);
+            } else {
+                for (i, &b) in bytes.iter().enumerate().skip(from) {
+                    left -= u64::from(b < 0x80);
+                    if left == 0 {
+                        want = Some(i + 1);
+                        break;
+                    }
+                }
+            }
+            prop_assert_eq!(skip_scalar(&bytes, from, n), want);
+            prop_assert_eq!(skip(&bytes, from, n), want);
+            if let Some(fast) = avx2_skipper() {
+                prop_assert_eq!(fast(&bytes, from, n), want);
+            }
         }
 
         #[test]

@@ -29,10 +29,14 @@ enum Q {
     /// `+a +b ... c d ...`: required terms plus optional ones (none of them required), whose
     /// top-k pruning makes the optional clause required where the required ones cannot compete.
     ReqOpt(Vec<usize>, Vec<usize>),
+    /// `"a b a"`: an exact phrase, words possibly repeated.
+    Phrase(Vec<usize>),
 }
 
 fn query_strategy() -> impl Strategy<Value = Q> {
     prop_oneof![
+        proptest::collection::vec(prop_oneof![3 => 0usize..3, 1 => 3usize..8], 2..5)
+            .prop_map(Q::Phrase),
         proptest::collection::vec(0usize..12, 1..6).prop_map(Q::Or),
         proptest::collection::vec(0usize..12, 2..4).prop_map(Q::And),
         (0usize..12, 0usize..12, 0usize..12).prop_map(|(a, b, c)| Q::Mixed(a, b, c)),
@@ -81,6 +85,10 @@ fn text(q: &Q) -> String {
             .chain(o.iter().map(|&w| VOCAB[w].to_string()))
             .collect::<Vec<_>>()
             .join(" "),
+        Q::Phrase(ws) => format!(
+            "\"{}\"",
+            ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" ")
+        ),
     }
 }
 
@@ -161,6 +169,16 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
                         .sum();
                     let req: f64 = req.iter().map(|p| p.unwrap()).sum();
                     f64::from(req as f32) + f64::from(opt as f32)
+                })
+            }
+            Q::Phrase(ws) => {
+                // Occurrences of the exact sequence; the idf is summed over the phrase's
+                // terms, repeats included (Lucene's PhraseWeight).
+                let freq = d.windows(ws.len()).filter(|w| *w == ws.as_slice()).count();
+                (freq > 0).then(|| {
+                    let idf: f32 = ws.iter().map(|&w| Bm25::idf(df(w), n_with)).sum();
+                    let sim = Bm25::default().scorer(1.0, idf, &stats);
+                    f64::from(sim.score(freq as f32, length_to_norm(d.len() as u32)))
                 })
             }
         };

@@ -8,24 +8,35 @@ use super::count::DenseAnd;
 use super::scorer::{Scorer, TERMINATED};
 use crate::codec::postings::PostingsCursor;
 
-/// One phrase term: its cursor and its offset in the phrase.
-pub struct PhraseTerm {
-    pub cursor: PostingsCursor,
-    pub offset: u32,
+/// The terms of a phrase: one cursor per distinct term, and each phrase position as (cursor
+/// slot, offset). A repeated word (`"to be or not to be"`) is read once.
+pub struct PhraseTerms {
+    pub cursors: Vec<PostingsCursor>,
+    pub terms: Vec<(usize, u32)>,
 }
 
 pub struct PhraseScorer {
-    terms: Vec<PhraseTerm>,
-    /// Term indexes by increasing cost (leapfrog order).
+    cursors: Vec<PostingsCursor>,
+    /// (cursor slot, offset) of each phrase term, in phrase order.
+    terms: Vec<(usize, u32)>,
+    /// Slots by increasing document frequency (leapfrog order).
     order: Vec<usize>,
+    /// Largest offset of each slot's terms.
+    slot_off: Vec<u32>,
     slop: u32,
     sim: SimScorer,
     norms: Option<Bytes>,
     doc: u32,
     freq: f32,
+    /// Per slot: positions read for `loaded[slot]`'s document, up to `limits[slot]`.
+    slot_pos: Vec<Vec<u32>>,
+    loaded: Vec<u32>,
+    limits: Vec<u32>,
+    /// Per phrase term (sloppy phrases).
     positions: Vec<Vec<u32>>,
+    /// Phrase term indexes in the order their positions are checked.
+    check: Vec<usize>,
     starts: Vec<u32>,
-    buf: Vec<u32>,
     max: f32,
     /// For phrases of common words: the candidates, from bitsets (the leapfrog then only
     /// confirms them).
@@ -35,37 +46,47 @@ pub struct PhraseScorer {
 impl PhraseScorer {
     /// `filter`: the terms' documents as a [`DenseAnd`], when [`DenseAnd::pays`].
     pub fn new(
-        terms: Vec<PhraseTerm>,
+        terms: PhraseTerms,
         slop: u32,
         sim: SimScorer,
         norms: Option<Bytes>,
         filter: Option<DenseAnd>,
     ) -> Self {
-        let mut order: Vec<usize> = (0..terms.len()).collect();
-        order.sort_by_key(|&i| terms[i].cursor.doc_freq());
+        let PhraseTerms { cursors, terms } = terms;
+        let mut order: Vec<usize> = (0..cursors.len()).collect();
+        order.sort_by_key(|&i| cursors[i].doc_freq());
         // A phrase occurs at most as often as its rarest term.
-        let max_freq = terms
+        let max_freq = cursors
             .iter()
-            .map(|t| t.cursor.term_impact().max_freq)
+            .map(|c| c.term_impact().max_freq)
             .min()
             .unwrap_or(1);
         let max = sim.score(max_freq as f32, 1);
-        let n = terms.len();
+        let mut slot_off = vec![0u32; cursors.len()];
+        for &(slot, off) in &terms {
+            slot_off[slot] = slot_off[slot].max(off);
+        }
+        let (n, slots) = (terms.len(), cursors.len());
         let mut p = Self {
+            cursors,
+            check: (0..n).collect(),
             terms,
             order,
+            slot_off,
             slop,
             sim,
             norms,
             doc: 0,
             freq: 0.0,
+            slot_pos: vec![Vec::new(); slots],
+            loaded: vec![TERMINATED; slots],
+            limits: vec![0; slots],
             positions: vec![Vec::new(); n],
             starts: Vec::new(),
-            buf: Vec::new(),
             max,
             filter,
         };
-        let first = p.terms[p.order[0]].cursor.doc();
+        let first = p.cursors[p.order[0]].doc();
         p.doc = p.align(first);
         p
     }
@@ -79,13 +100,13 @@ impl PhraseScorer {
                 return TERMINATED;
             }
             let lead = self.order[0];
-            target = self.terms[lead].cursor.seek(target);
+            target = self.cursors[lead].seek(target);
             if target == TERMINATED {
                 return TERMINATED;
             }
             for k in 1..self.order.len() {
                 let i = self.order[k];
-                let d = self.terms[i].cursor.seek(target);
+                let d = self.cursors[i].seek(target);
                 if d != target {
                     target = d;
                     continue 'outer;
@@ -95,29 +116,56 @@ impl PhraseScorer {
         }
     }
 
+    /// Makes `slot_pos[slot]` hold the current document's positions up to at least `limit`.
+    fn slot_positions(&mut self, slot: usize, limit: u32) {
+        if self.loaded[slot] == self.doc && self.limits[slot] >= limit {
+            return;
+        }
+        self.cursors[slot].positions_upto(&mut self.slot_pos[slot], limit);
+        self.loaded[slot] = self.doc;
+        self.limits[slot] = limit;
+    }
+
     fn load_positions(&mut self) {
-        for (t, out) in self.terms.iter_mut().zip(self.positions.iter_mut()) {
-            t.cursor.positions(out);
+        for t in 0..self.terms.len() {
+            let slot = self.terms[t].0;
+            self.slot_positions(slot, u32::MAX);
+            self.positions[t].clone_from(&self.slot_pos[slot]);
         }
     }
 
-    /// Exact phrase frequency, loading positions rarest term first and stopping as soon as no
-    /// start position survives (most candidate documents fail after one or two terms).
+    /// Exact phrase frequency. Terms are checked fewest occurrences in the document first,
+    /// and each one's positions are read only up to the last surviving start; it stops as soon
+    /// as no start survives (most candidate documents fail after one or two terms).
     fn exact_freq_lazy(&mut self) -> f32 {
-        let mut starts = std::mem::take(&mut self.starts);
-        let mut buf = std::mem::take(&mut self.buf);
-        starts.clear();
-        let first = self.order[0];
-        self.terms[first].cursor.positions(&mut buf);
-        let off = self.terms[first].offset;
-        starts.extend(buf.iter().filter(|&&p| p >= off).map(|&p| p - off));
-        for k in 1..self.order.len() {
-            if starts.is_empty() {
-                break;
+        let mut check = std::mem::take(&mut self.check);
+        let (cursors, terms) = (&self.cursors, &self.terms);
+        // Insertion sort: a handful of terms, mostly in order already.
+        for k in 1..check.len() {
+            let mut j = k;
+            while j > 0 && cursors[terms[check[j]].0].freq() < cursors[terms[check[j - 1]].0].freq()
+            {
+                check.swap(j, j - 1);
+                j -= 1;
             }
-            let i = self.order[k];
-            self.terms[i].cursor.positions(&mut buf);
-            let off = self.terms[i].offset;
+        }
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        let (slot, off) = self.terms[check[0]];
+        self.slot_positions(slot, u32::MAX);
+        starts.extend(
+            self.slot_pos[slot]
+                .iter()
+                .filter(|&&p| p >= off)
+                .map(|&p| p - off),
+        );
+        for &t in &check[1..] {
+            let Some(&last) = starts.last() else {
+                break;
+            };
+            let (slot, off) = self.terms[t];
+            self.slot_positions(slot, last.saturating_add(self.slot_off[slot]));
+            let buf = &self.slot_pos[slot];
             let mut j = 0usize;
             starts.retain(|&s| {
                 let want = s + off;
@@ -129,7 +177,7 @@ impl PhraseScorer {
         }
         let n = starts.len();
         self.starts = starts;
-        self.buf = buf;
+        self.check = check;
         n as f32
     }
 
@@ -143,10 +191,10 @@ impl PhraseScorer {
         let pos_of = |i: usize, k: usize| -> Option<i64> {
             self.positions[i]
                 .get(k)
-                .map(|&p| i64::from(p) - i64::from(self.terms[i].offset))
+                .map(|&p| i64::from(p) - i64::from(self.terms[i].1))
         };
         // (position, offset, ord) ordering, as Lucene's PhraseQueue.
-        let key = |i: usize, p: i64| (p, self.terms[i].offset, i);
+        let key = |i: usize, p: i64| (p, self.terms[i].1, i);
         let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> =
             Default::default();
         let mut end = i64::MIN;
@@ -192,7 +240,7 @@ impl Scorer for PhraseScorer {
     }
     fn next(&mut self) -> u32 {
         let lead = self.order[0];
-        let t = self.terms[lead].cursor.next();
+        let t = self.cursors[lead].next();
         self.doc = self.align(t);
         self.doc
     }
@@ -226,15 +274,15 @@ impl Scorer for PhraseScorer {
         self.sim.score(self.freq, norm)
     }
     fn cost(&self) -> u64 {
-        u64::from(self.terms[self.order[0]].cursor.doc_freq())
+        u64::from(self.cursors[self.order[0]].doc_freq())
     }
     fn max_score(&self) -> f32 {
         self.max
     }
     fn corruption(&self) -> Option<String> {
-        self.terms
+        self.cursors
             .iter()
-            .find_map(|t| t.cursor.is_corrupt().map(str::to_string))
+            .find_map(|c| c.is_corrupt().map(str::to_string))
             .or_else(|| {
                 self.filter
                     .as_ref()

@@ -7,7 +7,7 @@ use quarry_store::Bytes;
 use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::collector::Budget;
 use super::count::{self, CountTerm, DenseAnd};
-use super::phrase::{PhraseScorer, PhraseTerm};
+use super::phrase::{PhraseScorer, PhraseTerms};
 use super::scorer::*;
 use super::stats::CollectionStats;
 use crate::codec::postings::TermInfo;
@@ -388,23 +388,31 @@ impl Weight {
                 slop,
                 sim,
             } => {
-                let mut infos = Vec::with_capacity(terms.len());
-                for (_, t) in terms {
-                    match seg.term_info(*field, t.as_bytes())? {
+                // One cursor per distinct word; each phrase term points at its word's slot.
+                let mut words: Vec<&str> = Vec::with_capacity(terms.len());
+                let mut slots = Vec::with_capacity(terms.len());
+                for (offset, t) in terms {
+                    let slot = match words.iter().position(|w| *w == t.as_str()) {
+                        Some(s) => s,
+                        None => {
+                            words.push(t);
+                            words.len() - 1
+                        }
+                    };
+                    slots.push((slot, *offset));
+                }
+                let mut infos = Vec::with_capacity(words.len());
+                for w in &words {
+                    match seg.term_info(*field, w.as_bytes())? {
                         None => return Ok(None),
                         Some(found) => infos.push(found),
                     }
                 }
                 // One batched read of every term's positions when they are not mapped.
-                let pts = seg
-                    .phrase_postings(*field, &infos)?
-                    .into_iter()
-                    .zip(terms)
-                    .map(|(cursor, (offset, _))| PhraseTerm {
-                        cursor,
-                        offset: *offset,
-                    })
-                    .collect();
+                let pts = PhraseTerms {
+                    cursors: seg.phrase_postings(*field, &infos)?,
+                    terms: slots,
+                };
                 let norms = seg.norms(*field)?.cloned();
                 // Common words only (`"to be or not to be"`): candidates from bitsets.
                 let min_df = infos.iter().map(|(i, _)| i.doc_freq).min().unwrap_or(0);

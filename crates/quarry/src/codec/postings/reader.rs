@@ -3,7 +3,7 @@
 //!
 //! Corrupt bytes never panic: a cursor that meets an inconsistency stops (returns
 //! [`TERMINATED`]) and reports it through [`PostingsCursor::is_corrupt`].
-use quarry_codecs::{dense, BlockCodec, ByteReader, CodecError};
+use quarry_codecs::{dense, varint, BlockCodec, ByteReader, CodecError};
 use quarry_store::Bytes;
 
 use crate::index::verified::RegionCheck;
@@ -34,7 +34,7 @@ fn dense_origin(base: u32, first: bool) -> Result<u32, CodecError> {
     if first {
         return Ok(0);
     }
-    base.checked_add(1).ok_or(CodecError::Invalid {
+    base.checked_add(1).ok_or_else(|| CodecError::Invalid {
         what: "dense block after doc id u32::MAX".into(),
     })
 }
@@ -92,7 +92,7 @@ impl TermInfo {
         (r.position() as u64)
             .checked_add(skip)
             .and_then(|x| x.checked_add(blocks_len))
-            .ok_or(CodecError::Invalid {
+            .ok_or_else(|| CodecError::Invalid {
                 what: "entry length overflows".into(),
             })
     }
@@ -657,6 +657,12 @@ impl PostingsCursor {
 
     /// Fills `out` with the current document's positions.
     pub fn positions(&mut self, out: &mut Vec<u32>) {
+        self.positions_upto(out, u32::MAX);
+    }
+
+    /// Fills `out` with the current document's positions up to `limit`; decoding stops at the
+    /// first position past it (a phrase needs no position past its last candidate).
+    pub fn positions_upto(&mut self, out: &mut Vec<u32>, limit: u32) {
         out.clear();
         let Some(pos) = self.positions.as_ref() else {
             return;
@@ -687,66 +693,47 @@ impl PostingsCursor {
             }
         }
         let bytes: &[u8] = pos;
-        let mut r = ByteReader::at(bytes, self.pos_off);
-        // Skip the positions of the block's earlier documents: count varint terminators (bytes
-        // below 0x80) instead of decoding them.
+        // Skip the positions of the block's earlier documents: count varint terminators
+        // (bytes below 0x80) instead of decoding them.
         let skip: u64 = self.freqs[self.pos_idx.min(self.idx)..self.idx]
             .iter()
             .map(|&f| u64::from(f))
             .sum();
+        let Some(doc_start) = varint::skip(bytes, self.pos_off, skip) else {
+            self.fail("positions: truncated".to_string());
+            out.clear();
+            return;
+        };
+        self.pos_off = doc_start;
         self.pos_idx = self.idx;
-        if skip > 0 {
-            let mut left = skip;
-            let mut p = self.pos_off;
-            // Eight bytes at a time while the word's terminators do not finish the skip (bytes
-            // after its last terminator then still belong to a skipped position).
-            while let Some(w) = bytes.get(p..p + 8) {
-                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-                let t = u64::from((!w & 0x8080_8080_8080_8080).count_ones());
-                if t >= left {
-                    break;
+        let freq = self.freqs[self.idx];
+        out.reserve(freq as usize);
+        let mut p = 0u32;
+        let mut at = doc_start;
+        for _ in 0..freq {
+            // Most position deltas fit one byte.
+            match bytes.get(at) {
+                Some(&b) if b < 0x80 => {
+                    p = p.wrapping_add(u32::from(b));
+                    at += 1;
                 }
-                left -= t;
-                p += 8;
+                _ => match varint::read_u32(bytes, &mut at) {
+                    Ok(d) => p = p.wrapping_add(d),
+                    Err(e) => {
+                        self.fail(format!("positions: {e}"));
+                        out.clear();
+                        return;
+                    }
+                },
             }
-            while left > 0 && p < bytes.len() {
-                left -= u64::from(bytes[p] < 0x80);
-                p += 1;
-            }
-            if left > 0 {
-                self.fail("positions: truncated".to_string());
-                out.clear();
+            if p > limit {
+                // Cut short: the next call starts again from this document's first position.
                 return;
             }
-            r = ByteReader::at(bytes, p);
+            out.push(p);
         }
-        let result: Result<(), CodecError> = (|| {
-            let mut p = 0u32;
-            let mut at = r.position();
-            for _ in 0..self.freqs[self.idx] {
-                // Most position deltas fit one byte.
-                match bytes.get(at) {
-                    Some(&b) if b < 0x80 => {
-                        p = p.wrapping_add(u32::from(b));
-                        at += 1;
-                    }
-                    _ => {
-                        let mut rr = ByteReader::at(bytes, at);
-                        p = p.wrapping_add(rr.vu32()?);
-                        at = rr.position();
-                    }
-                }
-                out.push(p);
-            }
-            r = ByteReader::at(bytes, at);
-            Ok(())
-        })();
-        self.pos_off = r.position();
+        self.pos_off = at;
         self.pos_idx = self.idx + 1;
-        if let Err(e) = result {
-            self.fail(format!("positions: {e}"));
-            out.clear();
-        }
     }
 
     /// Word `w` of a lazy dense block (0 past its end).
@@ -991,7 +978,7 @@ impl PostingsCursor {
             let delta = u32::try_from(v >> 1).map_err(|_| CodecError::Invalid {
                 what: "doc delta overflow".into(),
             })?;
-            doc = doc.checked_add(delta).ok_or(CodecError::Invalid {
+            doc = doc.checked_add(delta).ok_or_else(|| CodecError::Invalid {
                 what: "doc id overflow".into(),
             })?;
             self.docs[i] = doc;
