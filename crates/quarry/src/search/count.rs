@@ -167,6 +167,11 @@ impl DenseAnd {
         Some((base, &self.acc))
     }
 
+    /// Whether `target` lies in the window already built (answering for it costs no marking).
+    pub fn covers(&self, target: u32) -> bool {
+        self.built && target >= self.base && target - self.base < AND_WINDOW
+    }
+
     /// The first document `>= target` holding every term, or [`TERMINATED`].
     pub fn next_from(&mut self, mut target: u32) -> u32 {
         loop {

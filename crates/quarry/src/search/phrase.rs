@@ -87,14 +87,21 @@ impl PhraseScorer {
             filter,
         };
         let first = p.cursors[p.order[0]].doc();
-        p.doc = p.align(first);
+        p.doc = p.align(first, false);
         p
     }
 
-    fn align(&mut self, mut target: u32) -> u32 {
+    /// The first candidate `>= target`. `dense`: take candidates from the filter even if its
+    /// window must be built first (the phrase is walked, not seeked into by a rarer clause).
+    fn align(&mut self, mut target: u32, mut dense: bool) -> u32 {
         'outer: loop {
             if let Some(f) = self.filter.as_mut() {
-                target = f.next_from(target);
+                // Seeks from a rarer clause (`+"the who" +uk`) leapfrog instead: marking whole
+                // windows of common words for a few targets would cost more than it saves.
+                if dense || f.covers(target) {
+                    target = f.next_from(target);
+                    dense = true;
+                }
             }
             if target == TERMINATED {
                 return TERMINATED;
@@ -241,14 +248,14 @@ impl Scorer for PhraseScorer {
     fn next(&mut self) -> u32 {
         let lead = self.order[0];
         let t = self.cursors[lead].next();
-        self.doc = self.align(t);
+        self.doc = self.align(t, true);
         self.doc
     }
     fn seek(&mut self, target: u32) -> u32 {
         if self.doc >= target {
             return self.doc;
         }
-        self.doc = self.align(target);
+        self.doc = self.align(target, false);
         self.doc
     }
     fn matches(&mut self) -> bool {

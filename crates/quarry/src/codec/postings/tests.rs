@@ -324,6 +324,31 @@ proptest! {
         prop_assert_eq!(got, expected);
     }
 
+    /// `positions_upto` returns exactly the positions up to the limit, and a later full read of
+    /// the same document (or of later ones) is unaffected by having been cut short.
+    #[test]
+    fn positions_upto_is_a_prefix(gaps in gaps(40, 1..500), limits in proptest::collection::vec(0u32..400, 1..50)) {
+        let (docs, freqs, positions) = sample(&gaps);
+        let (post, pos, info) = build(&docs, &freqs, &positions);
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), docs[docs.len() - 1] + 1);
+        let mut p = Vec::new();
+        let mut start = 0usize;
+        for i in 0..docs.len() {
+            let all = &positions[start..start + freqs[i] as usize];
+            let limit = limits[i % limits.len()];
+            c.positions_upto(&mut p, limit);
+            let want: Vec<u32> = all.iter().copied().filter(|&x| x <= limit).collect();
+            prop_assert_eq!(&p, &want);
+            if i % 3 == 0 {
+                c.positions(&mut p);
+                prop_assert_eq!(&p[..], all);
+            }
+            start += freqs[i] as usize;
+            c.next();
+        }
+        prop_assert!(c.is_corrupt().is_none());
+    }
+
     /// Positions read after skipping many documents (multi-byte deltas included) are right.
     #[test]
     fn positions_after_long_skips(gaps in gaps(40, 1..600), every in 1usize..20, big in 1u32..5000) {
@@ -350,6 +375,34 @@ proptest! {
         }
         prop_assert!(c.is_corrupt().is_none());
     }
+}
+
+/// Damaged packed positions (any byte of a term's positions flipped) never panic: the cursor
+/// reports corruption or returns positions; some damage must be detected.
+#[test]
+fn corrupt_positions_stop_without_panic() {
+    let gaps: Vec<u32> = (0..600).map(|i| 1 + i % 7).collect();
+    let (docs, freqs, positions) = sample(&gaps);
+    let (post, pos, info) = build(&docs, &freqs, &positions);
+    let raw = pos.to_vec();
+    let mut detected = 0;
+    for i in 0..raw.len() {
+        let mut bad = raw.clone();
+        bad[i] ^= 0xa5;
+        let bad = Bytes::from_vec(bad);
+        let mut c = PostingsCursor::new(&info, &post, Some(&bad), docs[docs.len() - 1] + 1);
+        let mut p = Vec::new();
+        while c.doc() != TERMINATED {
+            c.positions(&mut p);
+            assert!(
+                p.len() <= c.freq() as usize,
+                "byte {i}: more positions than freq"
+            );
+            c.next();
+        }
+        detected += usize::from(c.is_corrupt().is_some());
+    }
+    assert!(detected > 0, "no flipped positions byte was detected");
 }
 
 /// Dense blocks are written as bitsets, read back by every path, and a damaged one is reported
