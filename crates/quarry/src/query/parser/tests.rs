@@ -655,7 +655,8 @@ proptest! {
 }
 
 fn word() -> impl Strategy<Value = String> {
-    "[a-z][a-z0-9]{0,5}"
+    // Not the test analysis' stop word: the parser drops it, so no parsed query holds it.
+    "[a-z][a-z0-9]{0,5}".prop_filter("stop word", |w| w != "the")
 }
 
 fn field() -> impl Strategy<Value = String> {
