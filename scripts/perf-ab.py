@@ -6,7 +6,10 @@ Each round runs `quarry-bench driver quarry query` once with binary A and once w
 (order alternating per round) on QUERIES (the JSON-lines files the suite writes, e.g.
 `bench/results/tmp/w2/q-union.jsonl`). Per (query, mode) the best p50 over the rounds is kept;
 the report gives, per (class, mode), the geometric mean of p50(B) / p50(A), and the mean ratio.
-Hit counts of A and B must agree (the script fails otherwise).
+Hit counts of A and B must agree (the script fails otherwise). With `--engine-b` (and
+`--index-b` for that engine's index) B is a peer's driver instead, for a side-by-side ratio
+against Tantivy or Lucene in the same minutes; hit counts are then not compared (the analyzers
+differ).
 
     scripts/perf-ab.py --a /tmp/quarry-bench-base --b target/release/quarry-bench \
         --index bench/results/tmp/w2/<quarry index> --queries bench/results/tmp/w2/q-union.jsonl \
@@ -20,8 +23,8 @@ import sys
 from collections import defaultdict
 
 
-def run(binary, args):
-    cmd = [binary, "driver", "quarry", "query", "--index", args.index, "--queries", args.queries,
+def run(binary, engine, index, args):
+    cmd = [binary, "driver", engine, "query", "--index", index, "--queries", args.queries,
            "--modes", args.modes, "--warmup", str(args.warmup), "--iters", str(args.iters),
            "--global-warmup-rounds", str(args.global_rounds)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -41,6 +44,8 @@ def main():
     p.add_argument("--a", required=True, help="baseline quarry-bench binary")
     p.add_argument("--b", required=True, help="candidate quarry-bench binary")
     p.add_argument("--index", required=True)
+    p.add_argument("--engine-b", default="quarry", help="B's driver: quarry, tantivy, lucene")
+    p.add_argument("--index-b", help="B's index (default: --index)")
     p.add_argument("--queries", required=True)
     p.add_argument("--modes", default="top10,top10_count,count")
     p.add_argument("--rounds", type=int, default=3)
@@ -53,17 +58,22 @@ def main():
     args = p.parse_args()
 
     best = {"a": {}, "b": {}}
+    sides = [("a", args.a, "quarry", args.index),
+             ("b", args.b, args.engine_b, args.index_b or args.index)]
     for r in range(args.rounds):
-        order = [("a", args.a), ("b", args.b)] if r % 2 == 0 else [("b", args.b), ("a", args.a)]
-        for name, binary in order:
-            for key, rec in run(binary, args).items():
+        order = sides if r % 2 == 0 else sides[::-1]
+        for name, binary, engine, index in order:
+            for key, rec in run(binary, engine, index, args).items():
                 cur = best[name].get(key)
                 if cur is None or rec[args.stat] < cur[args.stat]:
                     best[name][key] = rec
     cells = defaultdict(list)
     for key, ra in best["a"].items():
-        rb = best["b"][key]
-        if ra["hits"] != rb["hits"] and ra["hits_relation"] == rb["hits_relation"] == "eq":
+        rb = best["b"].get(key)
+        if rb is None:
+            continue
+        if (args.engine_b == "quarry" and ra["hits"] != rb["hits"]
+                and ra["hits_relation"] == rb["hits_relation"] == "eq"):
             sys.exit(f"hit counts differ for {key}: {ra['hits']} vs {rb['hits']}")
         cells[(ra["class"], key[1])].append((key[0], ra, rb))
     print(f"figure: {args.stat}, best of {args.rounds} rounds per binary")

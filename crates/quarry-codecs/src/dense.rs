@@ -140,14 +140,7 @@ pub type Decoder = fn(u32, &[u8], &mut [u32; BLOCK_LEN]) -> usize;
 /// The process-wide dense decoder, chosen once.
 pub fn decoder() -> Decoder {
     static CHOICE: std::sync::OnceLock<Decoder> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| {
-        if crate::Kernel::default_kernel() != crate::Kernel::Scalar {
-            if let Some(d) = avx512_decoder() {
-                return d;
-            }
-        }
-        decode_scalar
-    })
+    *CHOICE.get_or_init(|| crate::Kernel::pick(avx512_decoder(), decode_scalar))
 }
 
 /// `popcount` of each byte (the baseline x86-64 target has no `popcnt` instruction).

@@ -105,6 +105,16 @@ impl Kernel {
         })
     }
 
+    /// `fast` unless `QUARRY_SIMD=scalar` asks for the portable code or the CPU cannot run it
+    /// (`None`), else `scalar`: how the kernels outside block unpacking (dense blocks, varint
+    /// skipping) are chosen once per process.
+    pub(crate) fn pick<T>(fast: Option<T>, scalar: T) -> T {
+        match fast {
+            Some(f) if Kernel::default_kernel() != Kernel::Scalar => f,
+            _ => scalar,
+        }
+    }
+
     /// The entry points of a hand-written or scalar kernel; `None` for `sse` (which goes through
     /// the `bitpacking` crate) and for kernels this CPU cannot run.
     pub(crate) fn table(self) -> Option<&'static Table> {

@@ -72,6 +72,7 @@ pub type Skipper = fn(&[u8], usize, u64) -> Option<usize>;
 /// `QUARRY_SIMD=scalar`), else [`skip_scalar`].
 #[inline]
 pub fn skip(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
+    // Sequential reads skip nothing: no call through the kernel pointer.
     if n == 0 {
         return (from <= bytes.len()).then_some(from);
     }
@@ -81,14 +82,7 @@ pub fn skip(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
 /// The process-wide [`Skipper`], chosen once.
 pub fn skipper() -> Skipper {
     static CHOICE: std::sync::OnceLock<Skipper> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| {
-        if crate::Kernel::default_kernel() != crate::Kernel::Scalar {
-            if let Some(s) = avx2_skipper() {
-                return s;
-            }
-        }
-        skip_scalar
-    })
+    *CHOICE.get_or_init(|| crate::Kernel::pick(avx2_skipper(), skip_scalar))
 }
 
 /// The portable [`Skipper`] (the reference): terminators counted eight bytes at a time.
@@ -139,7 +133,7 @@ unsafe fn skip_avx2(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
     use std::arch::x86_64::*;
     let mut left = n;
     let mut p = from;
-    while p + 32 <= bytes.len() {
+    while left > 0 && p + 32 <= bytes.len() {
         // SAFETY: `p + 32 <= bytes.len()`: the unaligned load reads inside `bytes`.
         let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(p).cast::<__m256i>()) };
         let mut ends = !(_mm256_movemask_epi8(v) as u32);

@@ -377,7 +377,7 @@ proptest! {
     }
 }
 
-/// Damaged packed positions (any byte of a term's positions flipped) never panic: the cursor
+/// Damaged positions (any byte of a term's positions flipped) never panic: the cursor
 /// reports corruption or returns positions; some damage must be detected.
 #[test]
 fn corrupt_positions_stop_without_panic() {
