@@ -1,13 +1,12 @@
 //! The in-memory segment of one indexing thread: one hash lookup per token straight into the
 //! term's postings streams, delta-coded varints in a shared byte arena.
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use quarry_store::Directory;
-use rustc_hash::FxBuildHasher;
 
-use super::byte_arena::{ByteArena, ByteStream, Varints};
+use super::byte_arena::{ByteArena, Varints};
 use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
+use super::term_table::TermTable;
 use crate::analysis::Analyzer;
 use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
@@ -17,31 +16,9 @@ use crate::document::{Document, FieldValue};
 use crate::schema::{FieldType, Schema};
 use crate::{Error, Result};
 
-struct TermState {
-    /// The document being added when the term was last seen (`u32::MAX`: none yet).
-    last_doc: u32,
-    /// The last document written to `docs` (the base of the next delta).
-    written_doc: u32,
-    freq: u32,
-    /// The term's last position in `last_doc` (the base of the next position delta).
-    last_pos: u32,
-    /// Per document: `(doc delta) << 1 | (freq == 1)`, then `freq` unless it is 1.
-    docs: ByteStream,
-    /// Per document, its positions as deltas from the previous one (the first from 0).
-    positions: ByteStream,
-}
-
-/// Heap bytes of a boxed term key of `len` bytes: the allocator's 16-byte granules, with its
-/// 8-byte header, at least 32.
-fn key_heap_bytes(len: usize) -> usize {
-    ((len + 8 + 15) & !15).max(32)
-}
-
 #[derive(Default)]
 struct FieldBuilder {
-    terms: HashMap<Box<str>, u32, FxBuildHasher>,
-    states: Vec<TermState>,
-    key_bytes: usize,
+    terms: TermTable,
     /// Documents with at least one term.
     doc_count: u32,
     /// Terms seen in the current document.
@@ -110,17 +87,10 @@ impl SegmentBuilder {
 
     /// Approximate bytes held, for the RAM budget.
     pub fn mem_bytes(&self) -> usize {
-        // Hash table slots: a boxed key (16 bytes) and an id (4), padded to 24, plus a control
-        // byte.
         let fields: usize = self
             .fields
             .iter()
-            .map(|f| {
-                f.key_bytes
-                    + f.terms.capacity() * 25
-                    + f.states.capacity() * std::mem::size_of::<TermState>()
-                    + f.touched.capacity() * 4
-            })
+            .map(|f| f.terms.mem_bytes() + f.touched.capacity() * 4)
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
         self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes()
@@ -169,7 +139,7 @@ impl SegmentBuilder {
             }
             fb.doc_count += 1;
             for &t in &fb.touched {
-                let st = &mut fb.states[t as usize];
+                let st = fb.terms.state_mut(t);
                 let delta = d - st.written_doc;
                 st.written_doc = d;
                 if st.freq == 1 {
@@ -229,10 +199,8 @@ impl SegmentBuilder {
                 w.set_norms(f as u32, n);
             }
             w.begin_field(f as u32);
-            let mut sorted: Vec<(&str, u32)> = fb.terms.iter().map(|(k, &v)| (&**k, v)).collect();
-            sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            for (term, id) in sorted {
-                let st = &fb.states[id as usize];
+            for (term, id) in fb.terms.sorted() {
+                let st = fb.terms.state(id);
                 bytes.clear();
                 self.arena.read(&st.docs, &mut bytes);
                 docs.clear();
@@ -261,7 +229,7 @@ impl SegmentBuilder {
                         }
                     }
                 }
-                w.add_term(term.as_bytes(), &docs, &freqs, &positions, norms)?;
+                w.add_term(term, &docs, &freqs, &positions, norms)?;
             }
             w.end_field(fb.doc_count)?;
         }
@@ -279,26 +247,12 @@ impl SegmentBuilder {
 impl FieldBuilder {
     #[inline]
     fn add_token(&mut self, arena: &mut ByteArena, doc: u32, tok: &str, positions: bool) {
-        let id = match self.terms.get(tok) {
-            Some(&id) => id,
-            None => {
-                let id = self.states.len() as u32;
-                self.key_bytes += key_heap_bytes(tok.len());
-                self.terms.insert(tok.into(), id);
-                let docs = arena.stream();
-                let positions = if positions { arena.stream() } else { docs };
-                self.states.push(TermState {
-                    last_doc: u32::MAX,
-                    written_doc: 0,
-                    freq: 0,
-                    last_pos: 0,
-                    docs,
-                    positions,
-                });
-                id
-            }
-        };
-        let st = &mut self.states[id as usize];
+        let id = self.terms.get_or_insert(tok.as_bytes(), || {
+            let docs = arena.stream();
+            let pos = if positions { arena.stream() } else { docs };
+            (docs, pos)
+        });
+        let st = self.terms.state_mut(id);
         if st.last_doc != doc {
             st.last_doc = doc;
             st.freq = 0;

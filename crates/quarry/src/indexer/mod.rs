@@ -8,6 +8,7 @@ mod merge;
 mod policy;
 mod scheduler;
 mod segment_writer;
+mod term_table;
 
 pub use merge::merge_segments;
 pub use policy::{MergePolicy, SegmentSize};
