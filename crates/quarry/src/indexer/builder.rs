@@ -6,7 +6,7 @@ use quarry_store::Directory;
 
 use super::byte_arena::{ByteArena, Varints};
 use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
-use super::term_table::TermTable;
+use super::term_table::{Probe, TermTable};
 use crate::analysis::Analyzer;
 use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
@@ -23,6 +23,10 @@ struct FieldBuilder {
     doc_count: u32,
     /// Terms seen in the current document.
     touched: Vec<u32>,
+    /// Tokens of the text being added, looked up once all are known (see [`FieldBuilder::drain`]).
+    pending: Vec<Probe>,
+    /// The bytes of the pending tokens too long to be held in their probe.
+    long: Vec<u8>,
     /// Next position in the current document.
     position: u32,
 }
@@ -112,7 +116,8 @@ impl SegmentBuilder {
                     let analyzer = self.analyzers[f]
                         .as_ref()
                         .expect("text fields have analyzers");
-                    analyzer.for_each_token(text, &mut |tok| fb.add_token(arena, d, tok, true));
+                    analyzer.for_each_token(text, &mut |tok| fb.queue(tok));
+                    fb.drain(arena, d);
                 }
                 (FieldValue::Str(s), _) => fb.add_token(arena, d, s, false),
                 (FieldValue::Int(i), _) => {
@@ -245,9 +250,66 @@ impl SegmentBuilder {
 }
 
 impl FieldBuilder {
+    /// Queues a token of a text: its slot in the term table is fetched from memory while the rest
+    /// of the text is tokenized.
+    #[inline]
+    fn queue(&mut self, tok: &str) {
+        let probe = Probe::new(tok.as_bytes());
+        self.terms.prefetch_slot(&probe);
+        if probe.is_long() {
+            self.long.extend_from_slice(tok.as_bytes());
+        }
+        self.pending.push(probe);
+    }
+
+    /// Adds the queued tokens in order. The term state of the token `AHEAD` places on is
+    /// fetched while this one is added: with the dictionary far larger than the caches, a token's
+    /// two cache misses (slot, state) then overlap with other work instead of stalling it.
+    fn drain(&mut self, arena: &mut ByteArena, doc: u32) {
+        const AHEAD: usize = 8;
+        let pending = std::mem::take(&mut self.pending);
+        let long = std::mem::take(&mut self.long);
+        let mut at = 0;
+        for (i, probe) in pending.iter().enumerate() {
+            if let Some(next) = pending.get(i + AHEAD) {
+                self.terms.prefetch_state(next);
+            }
+            let key = if probe.is_long() {
+                let k = &long[at..at + probe.len()];
+                at += probe.len();
+                k
+            } else {
+                &[]
+            };
+            self.add_probe(arena, doc, probe, key, true);
+        }
+        self.pending = pending;
+        self.pending.clear();
+        self.long = long;
+        self.long.clear();
+    }
+
     #[inline]
     fn add_token(&mut self, arena: &mut ByteArena, doc: u32, tok: &str, positions: bool) {
-        let id = self.terms.get_or_insert(tok.as_bytes(), || {
+        self.add_probe(
+            arena,
+            doc,
+            &Probe::new(tok.as_bytes()),
+            tok.as_bytes(),
+            positions,
+        );
+    }
+
+    #[inline]
+    fn add_probe(
+        &mut self,
+        arena: &mut ByteArena,
+        doc: u32,
+        probe: &Probe,
+        key: &[u8],
+        positions: bool,
+    ) {
+        let id = self.terms.get_or_insert_probe(probe, key, || {
             let docs = arena.stream();
             let pos = if positions { arena.stream() } else { docs };
             (docs, pos)

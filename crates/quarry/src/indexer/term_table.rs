@@ -11,6 +11,7 @@
 //! not one per term.
 use std::hash::Hasher;
 
+use quarry_codecs::simd::prefetch;
 use rustc_hash::FxHasher;
 
 use super::byte_arena::ByteStream;
@@ -43,23 +44,84 @@ pub(super) struct TermState {
     pub positions: ByteStream,
 }
 
-/// The probe's form of a short key, compared with a state's `key` as one 16-byte value.
-#[inline]
-fn inline_key(key: &[u8]) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[0] = key.len() as u8;
-    k[1..=key.len()].copy_from_slice(key);
-    k
+/// A token ready for lookup: its hash and, for a short token, its bytes in the form a state
+/// keeps them (`len | bytes << 8`, little-endian), so that matching is one 16-byte compare.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Probe {
+    key: u128,
+    hash: u32,
+    len: u32,
 }
 
+impl Probe {
+    /// Whether the key is longer than a state holds inline.
+    #[inline]
+    pub fn is_long(&self) -> bool {
+        self.len as usize > INLINE
+    }
+
+    /// The key's length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The probe of `key`.
+    #[inline]
+    pub fn new(key: &[u8]) -> Self {
+        if key.len() <= INLINE {
+            let len = key.len();
+            let key = (load_short(key) << 8) | len as u128;
+            let (lo, hi) = (key as u64, (key >> 64) as u64);
+            let x = (lo ^ hi.wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(31))
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            Self {
+                key,
+                hash: fold(x),
+                len: len as u32,
+            }
+        } else {
+            let mut h = FxHasher::default();
+            h.write(key);
+            Self {
+                key: u128::from(LONG),
+                hash: fold(h.finish().wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                len: key.len() as u32,
+            }
+        }
+    }
+}
+
+/// The high half of a multiplied hash, folded with the low half: every bit of the input reaches
+/// the low bits (the table index).
 #[inline]
-fn hash32(key: &[u8]) -> u32 {
-    let mut h = FxHasher::default();
-    h.write(key);
-    // Fold and mix the 64 bits so that the low bits (the table index) depend on every byte.
-    let x = h.finish();
-    let x = (x ^ (x >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (x >> 32) as u32
+fn fold(x: u64) -> u32 {
+    let x = x ^ (x >> 29);
+    (x.wrapping_mul(0xBF58_476D_1CE4_E5B9) >> 32) as u32
+}
+
+/// The bytes of a key of at most 15 bytes as a little-endian integer (zero above the key), read
+/// with two overlapping loads instead of a byte loop.
+#[inline]
+fn load_short(b: &[u8]) -> u128 {
+    let n = b.len();
+    if n >= 8 {
+        let lo = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        let hi = u64::from_le_bytes(b[n - 8..].try_into().expect("8 bytes"));
+        u128::from(lo) | (u128::from(hi) << (8 * (n - 8)))
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+        let hi = u32::from_le_bytes(b[n - 4..].try_into().expect("4 bytes"));
+        u128::from(u64::from(lo) | (u64::from(hi) << (8 * (n - 4))))
+    } else if n > 0 {
+        u128::from(
+            u32::from(b[0])
+                | (u32::from(b[n / 2]) << (8 * (n / 2)))
+                | (u32::from(b[n - 1]) << (8 * (n - 1))),
+        )
+    } else {
+        0
+    }
 }
 
 /// The terms of one field of an in-memory segment.
@@ -118,10 +180,10 @@ impl TermTable {
     }
 
     #[inline]
-    fn matches(&self, id: u32, key: &[u8], probe: &[u8; 16]) -> bool {
+    fn matches(&self, id: u32, probe: &Probe, key: &[u8]) -> bool {
         let k = &self.state(id).key;
-        if key.len() <= INLINE {
-            k == probe
+        if !probe.is_long() {
+            u128::from_le_bytes(*k) == probe.key
         } else {
             k[0] == LONG && {
                 let (len, off) = long_ref(k);
@@ -130,19 +192,42 @@ impl TermTable {
         }
     }
 
-    /// The id of `key`, adding it (with the streams `new_streams` makes) when it is new.
+    /// Brings in the slot a lookup of `probe` starts at.
     #[inline]
+    pub fn prefetch_slot(&self, probe: &Probe) {
+        prefetch(&self.slots[probe.hash as usize & (self.slots.len() - 1)]);
+    }
+
+    /// Brings in the state of the term in the slot a lookup of `probe` starts at, when that slot
+    /// holds the same hash (the common case for a known term).
+    #[inline]
+    pub fn prefetch_state(&self, probe: &Probe) {
+        let e = self.slots[probe.hash as usize & (self.slots.len() - 1)];
+        if e != 0 && (e >> 32) as u32 == probe.hash {
+            prefetch(self.state(e as u32 - 1));
+        }
+    }
+
+    /// The id of `key`, adding it (with the streams `new_streams` makes) when it is new.
+    #[cfg(test)]
     pub fn get_or_insert(
         &mut self,
         key: &[u8],
         new_streams: impl FnOnce() -> (ByteStream, ByteStream),
     ) -> u32 {
-        let h = hash32(key);
-        let probe = if key.len() <= INLINE {
-            inline_key(key)
-        } else {
-            [LONG; 16]
-        };
+        self.get_or_insert_probe(&Probe::new(key), key, new_streams)
+    }
+
+    /// [`get_or_insert`](Self::get_or_insert) with the probe of `key` made beforehand; `key` is
+    /// read only when the probe [`is_long`](Probe::is_long) (a short key is all in the probe).
+    #[inline]
+    pub fn get_or_insert_probe(
+        &mut self,
+        probe: &Probe,
+        key: &[u8],
+        new_streams: impl FnOnce() -> (ByteStream, ByteStream),
+    ) -> u32 {
+        let h = probe.hash;
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
         loop {
@@ -152,7 +237,7 @@ impl TermTable {
             }
             if (e >> 32) as u32 == h {
                 let id = e as u32 - 1;
-                if self.matches(id, key, &probe) {
+                if self.matches(id, probe, key) {
                     return id;
                 }
             }
@@ -160,8 +245,8 @@ impl TermTable {
         }
         // A new term.
         let id = self.len as u32;
-        let stored_key = if key.len() <= INLINE {
-            probe
+        let stored_key = if !probe.is_long() {
+            probe.key.to_le_bytes()
         } else {
             let mut k = [0u8; 16];
             k[0] = LONG;
@@ -230,6 +315,15 @@ mod tests {
     use crate::indexer::byte_arena::ByteArena;
     use proptest::prelude::*;
     use std::collections::HashMap;
+
+    proptest! {
+        #[test]
+        fn short_keys_load_as_their_bytes(b in proptest::collection::vec(any::<u8>(), 0..=INLINE)) {
+            let mut want = [0u8; 16];
+            want[..b.len()].copy_from_slice(&b);
+            prop_assert_eq!(load_short(&b), u128::from_le_bytes(want));
+        }
+    }
 
     #[test]
     fn a_state_is_one_cache_line() {
