@@ -59,6 +59,11 @@ pub struct RunArgs {
     /// Cold-start processes per cache state; default 3 (1 with --quick).
     #[arg(long)]
     pub coldstart_runs: Option<usize>,
+    /// Query passes are cut into this many slices (every K-th query) and run engine after engine
+    /// slice by slice, so that a drift of the machine's speed during the run falls on every
+    /// engine alike (default 4; 2 with --quick).
+    #[arg(long)]
+    pub query_slices: Option<usize>,
     /// The Lucene driver jar (default: found under bench/lucene/target/, built with Maven if missing).
     #[arg(long)]
     pub lucene_jar: Option<PathBuf>,
@@ -97,6 +102,8 @@ pub struct Settings {
     pub memory_mb_per_thread: usize,
     pub modes: String,
     pub shapes: Vec<String>,
+    /// Query passes per (engine, shape), each over every K-th query, interleaved across engines.
+    pub query_slices: usize,
 }
 
 /// The index shapes queries can run on.
@@ -196,6 +203,10 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Result<Settings
         memory_mb_per_thread: args.memory_mb,
         modes: "top10,top10_count,count".into(),
         shapes: parse_shapes(&args.shapes)?,
+        query_slices: args
+            .query_slices
+            .unwrap_or(if args.quick { 2 } else { 4 })
+            .max(1),
     })
 }
 
@@ -294,22 +305,36 @@ pub fn run(args: RunArgs) -> Result<()> {
             "index": [], "merge": [], "query": [], "coldstart": [], "errors": [],
             "codecs": codecs.clone(),
         });
-        for (name, launcher) in &launchers {
-            if let Err(e) = run_engine(
-                name,
-                launcher,
-                &prepared,
-                &settings,
-                &tmp,
-                args.keep_indexes,
-                &mut results,
-            ) {
-                eprintln!("[{w}/{name}] failed: {e:#}");
-                push(
-                    &mut results,
-                    "errors",
-                    json!({"engine": name, "error": format!("{e:#}")}),
-                );
+        let mut passes = Vec::new();
+        let indexes = index_all(
+            &launchers,
+            &prepared,
+            &settings,
+            &tmp,
+            args.keep_indexes,
+            &mut results,
+        );
+        for ((name, launcher), index) in launchers.iter().zip(indexes) {
+            let r = index.and_then(|index| {
+                finish_engine(name, launcher, &prepared, &settings, index, &mut results)
+            });
+            match r {
+                Ok(p) => passes.extend(p),
+                Err(e) => {
+                    eprintln!("[{w}/{name}] failed: {e:#}");
+                    push(
+                        &mut results,
+                        "errors",
+                        json!({"engine": name, "error": format!("{e:#}")}),
+                    );
+                }
+            }
+        }
+        let slices = query_slices(&prepared, &tmp, settings.query_slices)?;
+        run_interleaved_queries(&passes, &prepared, &settings, &slices, &mut results);
+        if !args.keep_indexes {
+            for pass in passes.iter().filter(|p| p.copy) {
+                std::fs::remove_dir_all(&pass.index).ok();
             }
         }
         results["meta"]["total_seconds"] = json!(started.elapsed().as_secs_f64());
@@ -363,88 +388,162 @@ fn push(results: &mut Value, key: &str, v: Value) {
     results[key].as_array_mut().expect("array").push(v);
 }
 
-fn run_engine(
+/// One engine's query pass over one shape of its index.
+struct QueryPass {
+    engine: String,
+    launcher: Launcher,
+    shape: String,
+    index: PathBuf,
+    /// The index is a copy made for this pass (removed afterwards unless indexes are kept).
+    copy: bool,
+}
+
+/// One fresh indexing run of one engine (a new process writing into a new directory); records
+/// its `index` record and returns the index's directory.
+#[allow(clippy::too_many_arguments)]
+fn index_once(
     name: &str,
     launcher: &Launcher,
+    p: &Prepared,
+    s: &Settings,
+    wdir: &Path,
+    threads: usize,
+    run: usize,
+    results: &mut Value,
+) -> Result<PathBuf> {
+    let dir = wdir.join(format!("index-{name}-t{threads}-r{run}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let mut args = os(&[
+        &"index",
+        &"--input",
+        &p.docs_path,
+        &"--index",
+        &dir,
+        &"--threads",
+        &threads.to_string(),
+    ]);
+    match launcher {
+        Launcher::SelfExe { .. } => {
+            args.extend(os(&[&"--memory-mb", &s.memory_mb_per_thread.to_string()]))
+        }
+        Launcher::Java { .. } => args.extend(os(&[
+            &"--ram-buffer-mb",
+            &(s.memory_mb_per_thread * threads).to_string(),
+        ])),
+    }
+    let r = run_driver(launcher, &args)?;
+    let mut rec = r
+        .records
+        .into_iter()
+        .find(|v| v["op"] == "index")
+        .context("driver printed no index record")?;
+    rec["run"] = json!(run);
+    rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
+    rec["process_wall_seconds"] = json!(r.wall_seconds);
+    eprintln!(
+        "[{}/{name}] index threads={threads} run={run}: {:.0} docs/s, {} bytes, {} segments",
+        p.name,
+        rec["docs_per_sec"].as_f64().unwrap_or(0.0),
+        rec["index_bytes"],
+        rec["segments"]
+    );
+    push(results, "index", rec);
+    Ok(dir)
+}
+
+/// Every indexing run of every engine, interleaved: for each thread count and run, one run per
+/// engine, the engines' order rotating from step to step, so that a change of the machine's speed
+/// falls on every engine alike. Returns each engine's query index (its last 1-thread run), or the
+/// error that stopped its indexing.
+fn index_all(
+    launchers: &[(String, Launcher)],
     p: &Prepared,
     s: &Settings,
     tmp: &Path,
     keep: bool,
     results: &mut Value,
-) -> Result<()> {
+) -> Vec<Result<PathBuf>> {
     let wdir = tmp
         .join(&p.name)
         .join(if s.quick { "indexes-quick" } else { "indexes" });
-    let mut query_index = None;
-    // Indexing: fresh process, fresh directory, every run.
+    let n = launchers.len();
+    let mut out: Vec<Result<PathBuf>> = (0..n)
+        .map(|_| Err(anyhow::anyhow!("no 1-thread index was built")))
+        .collect();
+    let mut failed: Vec<Option<anyhow::Error>> = (0..n).map(|_| None).collect();
+    let mut step = 0;
     for &threads in &s.threads {
         for run in 0..s.index_runs {
-            let dir = wdir.join(format!("index-{name}-t{threads}-r{run}"));
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir)?;
-            }
-            let mut args = os(&[
-                &"index",
-                &"--input",
-                &p.docs_path,
-                &"--index",
-                &dir,
-                &"--threads",
-                &threads.to_string(),
-            ]);
-            match launcher {
-                Launcher::SelfExe { .. } => {
-                    args.extend(os(&[&"--memory-mb", &s.memory_mb_per_thread.to_string()]))
+            for j in 0..n {
+                let i = (j + step) % n;
+                if failed[i].is_some() {
+                    continue;
                 }
-                Launcher::Java { .. } => args.extend(os(&[
-                    &"--ram-buffer-mb",
-                    &(s.memory_mb_per_thread * threads).to_string(),
-                ])),
+                let (name, launcher) = &launchers[i];
+                match index_once(name, launcher, p, s, &wdir, threads, run, results) {
+                    Ok(dir) => {
+                        if threads == 1 && run + 1 == s.index_runs {
+                            out[i] = Ok(dir);
+                        } else if !keep {
+                            std::fs::remove_dir_all(&dir).ok();
+                        }
+                    }
+                    Err(e) => failed[i] = Some(e),
+                }
             }
-            let r = run_driver(launcher, &args)?;
-            let mut rec = r
-                .records
-                .into_iter()
-                .find(|v| v["op"] == "index")
-                .context("driver printed no index record")?;
-            rec["run"] = json!(run);
-            rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
-            rec["process_wall_seconds"] = json!(r.wall_seconds);
-            eprintln!(
-                "[{}/{name}] index threads={threads} run={run}: {:.0} docs/s, {} bytes, {} segments",
-                p.name, rec["docs_per_sec"].as_f64().unwrap_or(0.0), rec["index_bytes"], rec["segments"]
-            );
-            push(results, "index", rec);
-            if threads == 1 && run + 1 == s.index_runs {
-                query_index = Some(dir);
-            } else if !keep {
-                std::fs::remove_dir_all(&dir).ok();
-            }
+            step += 1;
         }
     }
-    let index = query_index.context("no 1-thread index was built")?;
+    for (i, f) in failed.into_iter().enumerate() {
+        if let Some(e) = f {
+            out[i] = Err(e);
+        }
+    }
+    out
+}
 
-    // Queries: per index shape, one process, single-threaded, warm-up then timed iterations per
-    // (query, mode). The merged shape is a copy of the queried index, force-merged to one segment.
+/// After indexing: makes an engine's merged copy and runs its cold-start processes; returns the
+/// query passes to run on its indexes.
+fn finish_engine(
+    name: &str,
+    launcher: &Launcher,
+    p: &Prepared,
+    s: &Settings,
+    index: PathBuf,
+    results: &mut Value,
+) -> Result<Vec<QueryPass>> {
+    // Query passes run later, interleaved across engines (`run_interleaved_queries`). The merged
+    // shape is a copy of the queried index, force-merged to one segment now.
+    let mut passes = Vec::new();
     for shape in &s.shapes {
-        let res = if shape == "merged" {
-            merged_copy(name, launcher, p, &index, results).and_then(|dir| {
-                let r = run_queries(name, launcher, p, s, &dir, shape, results);
-                if !keep {
-                    std::fs::remove_dir_all(&dir).ok();
+        if shape == "merged" {
+            match merged_copy(name, launcher, p, &index, results) {
+                Ok(dir) => passes.push(QueryPass {
+                    engine: name.to_string(),
+                    launcher: launcher.clone(),
+                    shape: shape.clone(),
+                    index: dir,
+                    copy: true,
+                }),
+                Err(e) => {
+                    eprintln!("[{}/{name}] shape {shape}: {e:#}", p.name);
+                    push(
+                        results,
+                        "errors",
+                        json!({"engine": name, "shape": shape, "error": format!("{e:#}")}),
+                    );
                 }
-                r
-            })
+            }
         } else {
-            run_queries(name, launcher, p, s, &index, shape, results)
-        };
-        if let Err(e) = res {
-            eprintln!("[{}/{name}] shape {shape}: {e:#}", p.name);
-            push(
-                results,
-                "errors",
-                json!({"engine": name, "shape": shape, "error": format!("{e:#}")}),
-            );
+            passes.push(QueryPass {
+                engine: name.to_string(),
+                launcher: launcher.clone(),
+                shape: shape.clone(),
+                index: index.clone(),
+                copy: false,
+            });
         }
     }
 
@@ -493,7 +592,80 @@ fn run_engine(
             push(results, "coldstart", rec);
         }
     }
-    Ok(())
+    Ok(passes)
+}
+
+/// Writes the query set as `n` files, slice `k` holding every `n`-th query from the `k`-th (so
+/// every slice has queries of every class); returns their paths.
+fn query_slices(p: &Prepared, tmp: &Path, n: usize) -> Result<Vec<PathBuf>> {
+    if n <= 1 {
+        return Ok(vec![p.queries_path.clone()]);
+    }
+    let text = std::fs::read_to_string(&p.queries_path)
+        .with_context(|| format!("reading {}", p.queries_path.display()))?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let dir = tmp.join(&p.name);
+    std::fs::create_dir_all(&dir)?;
+    let mut paths = Vec::new();
+    for k in 0..n.min(lines.len().max(1)) {
+        let path = dir.join(format!("queries-slice-{k}-of-{n}.jsonl"));
+        let mut body = String::new();
+        for l in lines.iter().skip(k).step_by(n) {
+            body.push_str(l);
+            body.push('\n');
+        }
+        std::fs::write(&path, body)?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Runs every pass slice by slice: for each shape and slice, one driver process per engine, the
+/// engines' order rotating from slice to slice. An engine whose pass fails on a slice is not run
+/// on that shape's later slices (the error is recorded once).
+fn run_interleaved_queries(
+    passes: &[QueryPass],
+    p: &Prepared,
+    s: &Settings,
+    slices: &[PathBuf],
+    results: &mut Value,
+) {
+    let mut failed = vec![false; passes.len()];
+    for shape in &s.shapes {
+        let idx: Vec<usize> = (0..passes.len())
+            .filter(|&i| &passes[i].shape == shape)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        for (k, slice) in slices.iter().enumerate() {
+            for j in 0..idx.len() {
+                let i = idx[(j + k) % idx.len()];
+                if failed[i] {
+                    continue;
+                }
+                let pass = &passes[i];
+                if let Err(e) = run_queries(
+                    &pass.engine,
+                    &pass.launcher,
+                    p,
+                    s,
+                    &pass.index,
+                    slice,
+                    shape,
+                    results,
+                ) {
+                    failed[i] = true;
+                    eprintln!("[{}/{}] shape {shape}: {e:#}", p.name, pass.engine);
+                    push(
+                        results,
+                        "errors",
+                        json!({"engine": pass.engine, "shape": shape, "error": format!("{e:#}")}),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Copies the queried index to `<index>-merged` and force-merges the copy to one segment with the
@@ -549,13 +721,16 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs the query set on `index` in one driver process and records every result with `shape`.
+/// Runs the queries of `queries` on `index` in one driver process and records every result with
+/// `shape`.
+#[allow(clippy::too_many_arguments)]
 fn run_queries(
     name: &str,
     launcher: &Launcher,
     p: &Prepared,
     s: &Settings,
     index: &Path,
+    queries: &Path,
     shape: &str,
     results: &mut Value,
 ) -> Result<()> {
@@ -565,7 +740,7 @@ fn run_queries(
         &"--index",
         &index,
         &"--queries",
-        &p.queries_path,
+        &queries,
         &"--modes",
         &s.modes,
         &"--warmup",
@@ -583,8 +758,9 @@ fn run_queries(
         push(results, "query", rec);
     }
     eprintln!(
-        "[{}/{name}] shape {shape}: {n} query records in {:.1} s",
+        "[{}/{name}] shape {shape}, {}: {n} query records in {:.1} s",
         p.name,
+        queries.file_name().unwrap_or_default().to_string_lossy(),
         t.elapsed().as_secs_f64()
     );
     Ok(())

@@ -197,7 +197,7 @@ fn setup_section(md: &mut String, results: &Value) -> Result<()> {
     writeln!(
         md,
         "- Settings: {} fresh indexing run(s) per engine and thread count ({} threads), indexing memory {} MiB \
-         per thread; {} untimed round-robin pass(es) over all (query, mode) pairs, then per (query, mode) {} \
+         per thread; {} untimed round-robin pass(es) over the (query, mode) pairs of each query process, then per (query, mode) {} \
          warm-up + {} timed iterations; {} cold-start process(es) per cache state",
         s(&st["index_runs"]),
         st["threads"].as_array().map(|a| a.iter().map(s).collect::<Vec<_>>().join(" and ")).unwrap_or_default(),
@@ -216,16 +216,34 @@ fn timing_section(md: &mut String, results: &Value) -> Result<()> {
     writeln!(md, "## What was timed, and what was not\n")?;
     writeln!(
         md,
-        "- **Indexing** (`docs/s`): each run is a fresh driver process writing into a fresh directory. \
+        "- **Indexing** (`docs/s`): each run is a fresh driver process writing into a fresh directory{}. \
          Before the timer: reading and parsing the JSON-lines corpus into in-memory records (id, title, \
          body). Timed: creating the writer, turning each record into the engine's document, adding it, \
          the single final commit and waiting for merges to finish (Lucene: `IndexWriter.close`). `index bytes` is the size of all files in the index directory after \
          that; `peak RSS` is the driver's VmHWM (it includes the pre-loaded corpus; the RSS before the \
-         timer is shown next to it)."
+         timer is shown next to it).",
+        if meta["settings"]["query_slices"].is_null() {
+            ""
+        } else {
+            "; runs are interleaved: for each thread count and run, one run per engine, the \
+             engines' order rotating"
+        }
     )?;
+    // Runs before query slicing existed used one process per engine and shape.
+    let slices = meta["settings"]["query_slices"].as_u64().unwrap_or(1);
+    let processes = if slices > 1 {
+        format!(
+            "the queries are cut into {slices} slices (every {slices}th query, so each slice holds every \
+             class), and each (shape, slice) is run by one driver process per engine, engine after \
+             engine with the order rotating from slice to slice, so that a change of the machine's \
+             speed during the run falls on every engine alike; each process is"
+        )
+    } else {
+        "one driver process per engine and shape,".to_string()
+    };
     writeln!(
         md,
-        "- **Queries**: one driver process per engine, single-threaded, on the committed index built with \
+        "- **Queries**: {processes} single-threaded, on the committed index built with \
          1 thread (last run), opened with the engine's default directory (memory-mapped files for all three). \
          Per (query, mode): the query is parsed once (untimed), then run {} times untimed (warm-up) and {} \
          times timed; each sample times the search call alone (collector included, stored fields not). \
