@@ -233,8 +233,8 @@ fn timing_section(md: &mut String, results: &Value) -> Result<()> {
     let slices = meta["settings"]["query_slices"].as_u64().unwrap_or(1);
     let processes = if slices > 1 {
         format!(
-            "the queries are cut into {slices} slices (every {slices}th query, so each slice holds every \
-             class), and each (shape, slice) is run by one driver process per engine, engine after \
+            "the queries are cut into {slices} slices (query i goes to slice i mod {slices}, so each \
+             slice holds every class), and each (shape, slice) is run by one driver process per engine, engine after \
              engine with the order rotating from slice to slice, so that a change of the machine's \
              speed during the run falls on every engine alike; each process is"
         )
