@@ -207,19 +207,7 @@ fn build_index(engine: &str, launcher: &Launcher, p: &Prepared, dir: &Path) -> R
         std::fs::create_dir_all(parent)?;
     }
     eprintln!("io: indexing W2 with {engine} into {}", dir.display());
-    let mut args = os(&[
-        &"index",
-        &"--input",
-        &p.docs_path,
-        &"--index",
-        &dir,
-        &"--threads",
-        &"1",
-    ]);
-    match launcher {
-        Launcher::SelfExe { .. } => args.extend(os(&[&"--memory-mb", &"256"])),
-        Launcher::Java { .. } => args.extend(os(&[&"--ram-buffer-mb", &"256"])),
-    }
+    let args = launch::index_args(launcher, &p.docs_path, dir, 1, 256);
     run_driver(launcher, &args).with_context(|| format!("indexing W2 with {engine}"))?;
     std::fs::write(&marker, b"built by quarry-bench io\n")?;
     Ok(measure::dir_bytes(dir))

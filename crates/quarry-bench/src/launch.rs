@@ -133,6 +133,35 @@ pub fn run_driver_with(
     })
 }
 
+/// The arguments of a driver's `index` command: `docs` into a new index at `dir` with `threads`
+/// indexing threads and `memory_mb` of indexing memory per thread (Rust drivers take it per
+/// thread, Lucene's harness as one RAM buffer for all threads).
+pub fn index_args(
+    launcher: &Launcher,
+    docs: &Path,
+    dir: &Path,
+    threads: usize,
+    memory_mb: usize,
+) -> Vec<OsString> {
+    let mut args = os(&[
+        &"index",
+        &"--input",
+        &docs,
+        &"--index",
+        &dir,
+        &"--threads",
+        &threads.to_string(),
+    ]);
+    match launcher {
+        Launcher::SelfExe { .. } => args.extend(os(&[&"--memory-mb", &memory_mb.to_string()])),
+        Launcher::Java { .. } => args.extend(os(&[
+            &"--ram-buffer-mb",
+            &(memory_mb * threads).to_string(),
+        ])),
+    }
+    args
+}
+
 pub fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
     args.iter().map(|a| a.as_ref().to_os_string()).collect()
 }

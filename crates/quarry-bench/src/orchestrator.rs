@@ -16,7 +16,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::cache;
-use crate::launch::{lucene_launcher, lucene_version, os, run_driver, Launcher};
+use crate::launch::{index_args, lucene_launcher, lucene_version, os, run_driver, Launcher};
 use crate::parity::Parity;
 use crate::workload::{self, Prepared};
 
@@ -415,24 +415,13 @@ fn index_once(
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
-    let mut args = os(&[
-        &"index",
-        &"--input",
+    let args = index_args(
+        launcher,
         &p.docs_path,
-        &"--index",
         &dir,
-        &"--threads",
-        &threads.to_string(),
-    ]);
-    match launcher {
-        Launcher::SelfExe { .. } => {
-            args.extend(os(&[&"--memory-mb", &s.memory_mb_per_thread.to_string()]))
-        }
-        Launcher::Java { .. } => args.extend(os(&[
-            &"--ram-buffer-mb",
-            &(s.memory_mb_per_thread * threads).to_string(),
-        ])),
-    }
+        threads,
+        s.memory_mb_per_thread,
+    );
     let r = run_driver(launcher, &args)?;
     let mut rec = r
         .records
@@ -518,15 +507,10 @@ fn finish_engine(
     // shape is a copy of the queried index, force-merged to one segment now.
     let mut passes = Vec::new();
     for shape in &s.shapes {
-        if shape == "merged" {
+        let copy = shape == "merged";
+        let dir = if copy {
             match merged_copy(name, launcher, p, &index, results) {
-                Ok(dir) => passes.push(QueryPass {
-                    engine: name.to_string(),
-                    launcher: launcher.clone(),
-                    shape: shape.clone(),
-                    index: dir,
-                    copy: true,
-                }),
+                Ok(dir) => dir,
                 Err(e) => {
                     eprintln!("[{}/{name}] shape {shape}: {e:#}", p.name);
                     push(
@@ -534,17 +518,19 @@ fn finish_engine(
                         "errors",
                         json!({"engine": name, "shape": shape, "error": format!("{e:#}")}),
                     );
+                    continue;
                 }
             }
         } else {
-            passes.push(QueryPass {
-                engine: name.to_string(),
-                launcher: launcher.clone(),
-                shape: shape.clone(),
-                index: index.clone(),
-                copy: false,
-            });
-        }
+            index.clone()
+        };
+        passes.push(QueryPass {
+            engine: name.to_string(),
+            launcher: launcher.clone(),
+            shape: shape.clone(),
+            index: dir,
+            copy,
+        });
     }
 
     // Cold start: fresh process per run, index in page cache ("warm") and evicted ("evicted").

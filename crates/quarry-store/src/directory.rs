@@ -276,8 +276,7 @@ impl FsDirectory {
 /// The page cache sizes a written folio after the write (Linux 6.x with large folios), and a
 /// mapped read of any byte of a folio later maps all of it: a file written 1 MiB at a time costs
 /// a reader that touches three scattered bytes 3 MiB of resident memory, written 64 KiB at a time
-/// 192 KiB, the same as fault-around after an ordinary read (measured on this project's
-/// machines, Linux 6.18). A freshly written index is what a process opens right after indexing,
+/// 192 KiB, the same as fault-around after an ordinary read (`scripts/folio-rss.py`, Linux 6.18). A freshly written index is what a process opens right after indexing,
 /// so it is written in pieces of this size.
 const WRITE_PIECE: usize = 1 << 16;
 
