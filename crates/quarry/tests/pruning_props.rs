@@ -191,12 +191,18 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
 }
 
 fn build(docs: &[Vec<usize>], threads: usize) -> (tempfile::TempDir, Index) {
+    build_with(docs, threads, 1 << 20)
+}
+
+/// [`build`] with an indexing RAM budget: 1 MiB leaves many small segments, 64 MiB one per
+/// indexing thread.
+fn build_with(docs: &[Vec<usize>], threads: usize, ram: usize) -> (tempfile::TempDir, Index) {
     let schema = Schema::builder().integer("id").text("body", false).build();
     let tmp = tempfile::tempdir().unwrap();
     let opts = WriterOptions {
         threads,
         merge_policy: MergePolicy::None,
-        ram_budget_bytes: 1 << 20,
+        ram_budget_bytes: ram,
         ..Default::default()
     };
     let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
@@ -317,6 +323,107 @@ fn dense_conjunctions_over_many_windows_agree_with_the_model() {
         for mode in [SearchMode::Count, SearchMode::TopCount] {
             let r = s.search(&parsed, 10, mode).unwrap();
             assert_eq!(r.total_hits, want, "{q} in {mode:?}");
+        }
+    }
+}
+
+/// Documents for long single terms: `oil` in most of them with a small, often repeated
+/// frequency and length, so scores tie a lot and the block bounds are flat (like `the`).
+fn long_term_docs() -> impl Strategy<Value = Vec<Vec<usize>>> {
+    let doc = (
+        prop_oneof![2 => Just(0usize), 6 => 1usize..3, 1 => 3usize..9],
+        0usize..10,
+        any::<bool>(),
+    )
+        .prop_map(|(tf, filler, gas)| {
+            let mut d = vec![0; tf];
+            d.extend(std::iter::repeat_n(if gas { 1 } else { 2 }, filler));
+            d
+        });
+    proptest::collection::vec(doc, 4_500..9_000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// A single term over 32 blocks or more is scored best blocks first (`union::top_k_term`):
+    /// the top k and their scores are the model's, ties broken by index order, whatever order
+    /// the blocks were scored in, over one or several segments.
+    #[test]
+    fn long_single_terms_best_blocks_first_agree_with_the_model(docs in long_term_docs(), k in prop_oneof![Just(1usize), Just(10), Just(100)], cut in 0.0f64..1.0, threads in 1usize..3) {
+        // One segment, or two cut at a random point (a commit each): long enough for the term
+        // to span 32 blocks or more in at least one of them. With two threads each commit
+        // leaves a segment per thread whose documents interleave in index order, so ties are
+        // broken across segments by sequence, not by segment.
+        let schema = Schema::builder().integer("id").text("body", false).build();
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = WriterOptions {
+            threads,
+            merge_policy: MergePolicy::None,
+            ram_budget_bytes: 64 << 20,
+            ..Default::default()
+        };
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+        let cut = (docs.len() as f64 * cut) as usize;
+        for (i, d) in docs.iter().enumerate() {
+            if i == cut && cut > 0 {
+                w.commit().unwrap();
+            }
+            let mut doc = Document::new();
+            doc.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
+            let body: Vec<&str> = d.iter().map(|&x| VOCAB[x]).collect();
+            doc.add(&schema, "body", FieldValue::Str(body.join(" "))).unwrap();
+            w.add_document(doc).unwrap();
+        }
+        w.commit().unwrap();
+        let index = Index::open(tmp.path()).unwrap();
+        let s = index.searcher();
+        for q in [Q::Or(vec![0]), Q::Or(vec![1])] {
+            let parsed = s.parse_query(&text(&q), &["body"]).unwrap();
+            let want = model(&docs, &q);
+            let want_top: Vec<(u64, f32)> = want.iter().take(k).map(|&(i, s)| (i as u64, s)).collect();
+            for mode in [SearchMode::Top, SearchMode::TopCount] {
+                let r = s.search(&parsed, k, mode).unwrap();
+                let got: Vec<(u64, f32)> = r.top.iter().map(|h| (h.seq, h.score)).collect();
+                prop_assert_eq!(got, want_top.clone(), "{} k={} {:?}", text(&q), k, mode);
+                prop_assert!(r.total_hits <= want.len() as u64);
+                if mode == SearchMode::TopCount || r.hits_exact {
+                    prop_assert_eq!(r.total_hits, want.len() as u64);
+                }
+            }
+        }
+    }
+}
+
+/// Two indexing threads take batches of documents in turn, so the segment visited second holds
+/// documents added before some of the first one's: a score tie with the k-th hit must then go
+/// to the earlier document although it comes later in the walk. Over a term long enough to be
+/// scored best blocks first (20,000 documents) and one walked in doc order (3,000).
+#[test]
+fn ties_across_segments_go_to_index_order_in_single_term_walks() {
+    for n in [20_000usize, 3_000] {
+        // `oil` once in every document of three words; three times in documents 300 and 600
+        // (the first indexing thread holds 600, the second 300), and in 700 and 1300.
+        let docs: Vec<Vec<usize>> = (0..n)
+            .map(|i| match i {
+                300 | 600 | 700 | 1300 => vec![0, 0, 0],
+                _ => vec![0, 1, 2],
+            })
+            .collect();
+        let (_tmp, index) = build_with(&docs, 2, 64 << 20);
+        assert_eq!(index.searcher().segments().len(), 2);
+
+        let s = index.searcher();
+        let parsed = s.parse_query("oil", &["body"]).unwrap();
+        let want = model(&docs, &Q::Or(vec![0]));
+        for k in [1usize, 2, 3, 4, 5, 10] {
+            let want_top: Vec<(u64, f32)> =
+                want.iter().take(k).map(|&(i, s)| (i as u64, s)).collect();
+            for mode in [SearchMode::Top, SearchMode::TopCount] {
+                let r = s.search(&parsed, k, mode).unwrap();
+                let got: Vec<(u64, f32)> = r.top.iter().map(|h| (h.seq, h.score)).collect();
+                assert_eq!(got, want_top, "n={n} k={k} {mode:?}");
+            }
         }
     }
 }

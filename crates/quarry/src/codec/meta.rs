@@ -88,6 +88,22 @@ impl SegmentMeta {
         Ok(meta)
     }
 
+    /// The first local document from which on every document's sequence number is above
+    /// `seq` (`doc_count` if the last one's is not): those lose a score tie against a kept hit
+    /// of sequence `seq`, so a pruned walk can ask them to beat its score, not just reach it.
+    pub fn first_doc_after_seq(&self, seq: u64) -> u32 {
+        let mut end = self.doc_count;
+        for &(l, s) in self.seq_runs.iter().rev() {
+            if seq >= s {
+                // Documents `l ..= l + (seq - s)` of this run have a sequence at most `seq`.
+                let after = u64::from(l).saturating_add(seq - s).saturating_add(1);
+                return after.min(u64::from(end)) as u32;
+            }
+            end = l;
+        }
+        end
+    }
+
     /// The sequence number (global index order) of local document `doc`.
     pub fn seq(&self, doc: u32) -> u64 {
         let i = self.seq_runs.partition_point(|&(l, _)| l <= doc);
@@ -214,5 +230,41 @@ impl CommitPoint {
             v.extend(s.files());
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// `first_doc_after_seq` is the first document from which on every sequence number
+        /// is above the given one, over runs in any order.
+        #[test]
+        fn first_doc_after_seq_matches_brute_force(
+            lens in proptest::collection::vec(1u32..40, 1..6),
+            starts in proptest::collection::vec(0u64..200, 6),
+            probe in 0u64..260,
+        ) {
+            let mut runs = Vec::new();
+            let mut l = 0u32;
+            for (i, &n) in lens.iter().enumerate() {
+                runs.push((l, starts[i]));
+                l += n;
+            }
+            let meta = SegmentMeta {
+                name: "s".into(),
+                doc_count: l,
+                seq_runs: runs,
+                fields: Vec::new(),
+                stored_index_offset: 0,
+                stored_blocks: 0,
+                files: BTreeMap::new(),
+            };
+            let want = (0..=l)
+                .find(|&d| (d..l).all(|x| meta.seq(x) > probe))
+                .unwrap();
+            proptest::prop_assert_eq!(meta.first_doc_after_seq(probe), want);
+        }
     }
 }

@@ -724,6 +724,11 @@ impl SegmentReader {
     pub fn seq(&self, doc: u32) -> u64 {
         self.meta.seq(doc)
     }
+
+    /// See [`SegmentMeta::first_doc_after_seq`](crate::codec::meta::SegmentMeta::first_doc_after_seq).
+    pub fn first_doc_after_seq(&self, seq: u64) -> u32 {
+        self.meta.first_doc_after_seq(seq)
+    }
 }
 
 #[cfg(test)]

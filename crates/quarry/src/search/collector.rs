@@ -111,6 +111,23 @@ impl<'a, L: LiveFilter> LeafCollector<'a, L> {
         self.top.threshold()
     }
 
+    /// How many hits the top k keeps.
+    pub fn k(&self) -> usize {
+        self.top.k
+    }
+
+    /// When the top k is full: the k-th score and the first document of this segment from
+    /// which on a document must beat that score, not just reach it (it loses the tie by index
+    /// order; see [`SegmentMeta::first_doc_after_seq`](crate::codec::meta::SegmentMeta::first_doc_after_seq)).
+    /// With k = 0 nothing can enter: the bar is infinite.
+    pub fn bar(&self) -> Option<(f32, u32)> {
+        if self.top.k == 0 {
+            return Some((f32::INFINITY, 0));
+        }
+        let worst = self.top.worst()?;
+        Some((worst.score, self.seg.first_doc_after_seq(worst.seq)))
+    }
+
     /// Forgets the matches counted so far: a pruned pass whose count is then redone exactly.
     pub fn reset_count(&mut self) {
         self.count = 0;
@@ -247,6 +264,16 @@ impl TopK {
             k,
             heap: BinaryHeap::with_capacity(k + 1),
             budget,
+        }
+    }
+
+    /// The worst hit kept, once the top k is full.
+    #[inline]
+    pub fn worst(&self) -> Option<Hit> {
+        if self.k > 0 && self.heap.len() == self.k {
+            self.heap.peek().map(|e| e.0)
+        } else {
+            None
         }
     }
 

@@ -118,6 +118,34 @@ impl TermScorer {
         self.cursor
             .block_factor(b, self.sim.factors(), self.norms.is_some())
     }
+    /// [`TermScorer::block_factor`] of every block, into `out`.
+    pub fn block_factors(&self, out: &mut Vec<f32>) {
+        self.cursor
+            .block_factors(self.sim.factors(), self.norms.is_some(), out)
+    }
+    /// The [`TermScorer::factor`] of each document of the block the cursor was moved to with
+    /// [`TermScorer::goto_block`], into `out`; returns the block's documents (as many as the
+    /// products written). One tight pass, norms looked up without a branch per document.
+    #[inline]
+    pub fn block_products<'a>(&'a self, out: &mut [f32; BLOCK]) -> &'a [u32] {
+        let (docs, freqs) = self.cursor.block_docs_freqs();
+        let factors = self.sim.factors();
+        match &self.norms {
+            Some(n) => {
+                let norms = n.as_slice();
+                for ((o, &d), &f) in out.iter_mut().zip(docs).zip(freqs) {
+                    let norm = norms.get(d as usize).copied().unwrap_or(1);
+                    *o = f as f32 * factors[norm as usize];
+                }
+            }
+            None => {
+                for (o, &f) in out.iter_mut().zip(freqs) {
+                    *o = f as f32 * factors[1];
+                }
+            }
+        }
+        docs
+    }
     /// The `freq * factors[norm]` product of document `doc` with `freq`: its score is
     /// [`TermScorer::score_factor`] of it, bit for bit what [`Scorer::score`] gives.
     #[inline]

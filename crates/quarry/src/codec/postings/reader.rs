@@ -441,8 +441,9 @@ impl PostingsCursor {
             if self.n_blocks <= 1 || self.block + 1 >= self.n_blocks {
                 return self.stop();
             }
+            let n = self.n_blocks as usize;
             let mut lo = self.block as usize + 1;
-            let mut hi = self.n_blocks as usize;
+            let mut hi = n;
             while lo < hi {
                 let mid = (lo + hi) / 2;
                 if self.skip_last_doc(mid) < target {
@@ -451,7 +452,7 @@ impl PostingsCursor {
                     hi = mid;
                 }
             }
-            if lo >= self.n_blocks as usize {
+            if lo >= n {
                 return self.stop();
             }
             let base = self.skip_last_doc(lo - 1);
@@ -466,10 +467,18 @@ impl PostingsCursor {
         if let Some(l) = self.lazy {
             return self.seek_dense(l, target);
         }
-        while self.docs[self.idx] < target {
-            self.idx += 1;
+        // The block's last doc reaches `target`, so the walk stops inside it: eight docs at a
+        // stride while the eighth is below it (a conjunction's targets are often tens of docs
+        // ahead in a common term), then one by one, on a local index.
+        let mut i = self.idx;
+        while i + 8 < self.block_len && self.docs[i + 7] < target {
+            i += 8;
         }
-        self.doc = self.docs[self.idx];
+        while self.docs[i] < target {
+            i += 1;
+        }
+        self.idx = i;
+        self.doc = self.docs[i];
         self.doc
     }
 
@@ -565,6 +574,43 @@ impl PostingsCursor {
             best = best.max(f * factors[n as usize]);
         }
         best
+    }
+
+    /// [`block_factor`](Self::block_factor) of every block, in order, into `out` (cleared
+    /// first): one pass over the skip table for loops that order blocks by their bounds. Each
+    /// entry's eight slots are read whether used or not (the writer zeroes the unused ones, so
+    /// they add a product of 0) to keep the loop free of branches on the count; a count above
+    /// [`MAX_IMPACTS`](super::MAX_IMPACTS) gives infinity as in `block_factor`.
+    pub fn block_factors(&self, factors: &[f32; 256], with_norms: bool, out: &mut Vec<f32>) {
+        out.clear();
+        let n = self.n_blocks as usize;
+        out.reserve(n);
+        let entries = self.skips.get(..n * SKIP_ENTRY_LEN).unwrap_or(&[]);
+        for e in entries.chunks_exact(SKIP_ENTRY_LEN) {
+            let e: &[u8; SKIP_ENTRY_LEN] = e.try_into().expect("SKIP_ENTRY_LEN bytes");
+            let len = e[16] as usize;
+            let mut best = 0f32;
+            for i in 0..super::MAX_IMPACTS {
+                let o = 17 + 3 * i;
+                let f = u16::from_le_bytes([e[o], e[o + 1]]);
+                let f = if f == super::FREQ_SATURATED {
+                    u32::MAX as f32
+                } else {
+                    f32::from(f)
+                };
+                let n = if with_norms { e[o + 2] } else { 1 };
+                let p = f * factors[n as usize];
+                // `f32::max` without its NaN handling (a NaN product is passed over either way).
+                best = if p > best { p } else { best };
+            }
+            out.push(if len == 0 || len > super::MAX_IMPACTS {
+                f32::INFINITY
+            } else {
+                best
+            });
+        }
+        // A short skip table (damaged): the missing entries never prune.
+        out.resize(n, f32::INFINITY);
     }
 
     /// Decodes block `b` (`b < block_count()`) and moves to its first document, reading its

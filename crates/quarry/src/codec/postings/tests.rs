@@ -231,6 +231,16 @@ proptest! {
         }
         let mut c = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
         let mut probe = PostingsCursor::new(&info, &post, Some(&pos), u32::MAX - 1);
+        let mut all = Vec::new();
+        for with_norms in [true, false] {
+            c.block_factors(&factors, with_norms, &mut all);
+            prop_assert_eq!(all.len(), c.block_count());
+            if c.block_count() > 1 {
+                for (b, &m) in all.iter().enumerate() {
+                    prop_assert_eq!(m, c.block_factor(b, &factors, with_norms));
+                }
+            }
+        }
         for b in 0..c.block_count() {
             let target = if b == 0 { 0 } else { c.block_last_doc(b - 1) + 1 };
             let (last, imp) = c.shallow_block(target).unwrap();
