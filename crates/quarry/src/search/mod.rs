@@ -450,6 +450,28 @@ fn search_segment<L: LiveFilter>(
         }
         return Ok((c.counted(), skipped));
     }
+    if mode == SearchMode::Top {
+        if let Some((req, not)) = weight.term_exclusion() {
+            let Some(mut t) = req.term_scorer(seg, ord)? else {
+                return Ok((0, false));
+            };
+            let mut excl = Vec::with_capacity(not.len());
+            for w in not {
+                if let Some(mut x) = w.term_scorer(seg, ord)? {
+                    x.cursor_mut().set_docs_only();
+                    excl.push(x);
+                }
+            }
+            let skipped = union::top_k_term_excluding(&mut t, &mut excl, &mut c);
+            if let Some(why) = std::iter::once(&t)
+                .chain(&excl)
+                .find_map(|s| s.corruption())
+            {
+                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            }
+            return Ok((c.counted(), skipped));
+        }
+    }
     let Some(mut s) = weight.scorer(seg, ord)? else {
         return Ok((0, false));
     };

@@ -181,7 +181,7 @@ const BEST_FIRST_MIN_BLOCKS: usize = 32;
 pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_, L>) -> bool {
     let n_blocks = t.block_count();
     if n_blocks < BEST_FIRST_MIN_BLOCKS || top.k() == 0 {
-        return walk_blocks(t, top, None);
+        return walk_blocks(t, top, None, &mut []);
     }
     let mut bounds = Vec::new();
     t.block_factors(&mut bounds);
@@ -197,7 +197,7 @@ pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_,
         if bar.reach == f32::NEG_INFINITY && decoded > 0 {
             // The heap is still not full (a large k): no bar to order by; the blocks left are
             // walked in doc order.
-            return walk_blocks(t, top, Some(&bounds));
+            return walk_blocks(t, top, Some(&bounds), &mut []);
         }
         left.retain(|&b| bounds[b as usize] >= bar.reach);
         for b in best_blocks(&bounds, &left, round) {
@@ -215,7 +215,7 @@ pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_,
             if t.goto_block(b) == TERMINATED {
                 return true;
             }
-            score_block(t, top, cut);
+            score_block(t, top, cut, &mut []);
             decoded += 1;
         }
         round = round.saturating_mul(2);
@@ -287,6 +287,20 @@ fn block_start(t: &TermScorer, b: usize) -> u32 {
     }
 }
 
+/// Top k of `+a -b -c …` (`Top` mode) on one segment: `a`'s pruned walk in doc order (see
+/// [`top_k_term`]), each document whose score competes checked against the prohibited terms
+/// `excl` (doc-ids-only scorers) before it is offered, so the exclusion costs a seek per
+/// competitive document instead of one per match. The count it leaves is a lower bound (only
+/// the documents checked), so it always reports skipping.
+pub fn top_k_term_excluding<L: LiveFilter>(
+    t: &mut TermScorer,
+    excl: &mut [TermScorer],
+    top: &mut LeafCollector<'_, L>,
+) -> bool {
+    walk_blocks(t, top, None, excl);
+    true
+}
+
 /// The `c` blocks of `left` with the highest `bounds`, highest first (ties: the earlier block
 /// first).
 fn best_blocks(bounds: &[f32], left: &[u32], c: usize) -> Vec<usize> {
@@ -314,10 +328,31 @@ fn best_blocks(bounds: &[f32], left: &[u32], c: usize) -> Vec<usize> {
 
 /// Offers the documents of the block the cursor was just moved to (with
 /// [`TermScorer::goto_block`]) whose product reaches `m_min`; counts them all (live ones).
+///
+/// With prohibited terms (`excl`, doc-ids-only cursors moved forward only), a document is
+/// offered only if none of them holds it, checked for documents whose product reaches `m_min`
+/// alone; only those checked and kept are counted.
 #[inline(always)]
-fn score_block<L: LiveFilter>(t: &TermScorer, top: &mut LeafCollector<'_, L>, m_min: f32) {
+fn score_block<L: LiveFilter>(
+    t: &TermScorer,
+    top: &mut LeafCollector<'_, L>,
+    m_min: f32,
+    excl: &mut [TermScorer],
+) {
     let mut products = [0f32; BLOCK];
     let docs = t.block_products(&mut products);
+    if !excl.is_empty() {
+        for (&d, &m) in docs.iter().zip(&products) {
+            if m >= m_min
+                && top.is_live(d)
+                && !excl.iter_mut().any(|x| x.cursor_mut().seek(d) == d)
+            {
+                top.count(1);
+                top.offer(d, t.score_factor(m));
+            }
+        }
+        return;
+    }
     if L::ALL_LIVE {
         top.count(docs.len() as u64);
     }
@@ -341,6 +376,7 @@ fn walk_blocks<L: LiveFilter>(
     t: &mut TermScorer,
     top: &mut LeafCollector<'_, L>,
     bounds: Option<&[f32]>,
+    excl: &mut [TermScorer],
 ) -> bool {
     let n_blocks = t.block_count();
     let has_skips = n_blocks > 1;
@@ -380,7 +416,7 @@ fn walk_blocks<L: LiveFilter>(
             break;
         }
         let cut = if has_skips { bar.cut(t, b) } else { bar.reach };
-        score_block(t, top, cut);
+        score_block(t, top, cut, excl);
         b += 1;
     }
     skipped

@@ -356,6 +356,36 @@ impl Weight {
         }
     }
 
+    /// `+a -b -c …`: the required term and the prohibited terms, if this is such a query (one
+    /// required term, no optional or filter clause, every prohibited clause a term). Its top k
+    /// is the term's pruned walk with a check of the prohibited terms for competitive
+    /// documents only.
+    pub fn term_exclusion(&self) -> Option<(&Weight, Vec<&Weight>)> {
+        let Weight::Bool {
+            must,
+            filter,
+            should,
+            must_not,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let [req @ Weight::Term { .. }] = must.as_slice() else {
+            return None;
+        };
+        if !filter.is_empty() || !should.is_empty() || must_not.is_empty() {
+            return None;
+        }
+        let not: Vec<&Weight> = must_not
+            .iter()
+            .filter(|w| !matches!(w, Weight::Nothing))
+            .collect();
+        not.iter()
+            .all(|w| matches!(w, Weight::Term { .. }))
+            .then_some((req, not))
+    }
+
     /// The concrete scorer of a term weight on `seg`.
     pub fn term_scorer(&self, seg: &SegmentReader, ord: usize) -> Result<Option<TermScorer>> {
         let Weight::Term {
