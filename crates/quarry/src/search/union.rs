@@ -343,9 +343,7 @@ fn score_block<L: LiveFilter>(
     let docs = t.block_products(&mut products);
     if !excl.is_empty() {
         for (&d, &m) in docs.iter().zip(&products) {
-            if m >= m_min
-                && top.is_live(d)
-                && !excl.iter_mut().any(|x| x.cursor_mut().seek(d) == d)
+            if m >= m_min && top.is_live(d) && !excl.iter_mut().any(|x| x.cursor_mut().seek(d) == d)
             {
                 top.count(1);
                 top.offer(d, t.score_factor(m));
