@@ -52,6 +52,18 @@ pub struct DriverRun {
     pub wall_seconds: f64,
 }
 
+impl DriverRun {
+    /// Takes the first record the driver printed for `op` (`index`, `merge`, `coldstart`…).
+    pub fn take_record(&mut self, op: &str) -> Result<Value> {
+        let i = self
+            .records
+            .iter()
+            .position(|v| v["op"] == op)
+            .with_context(|| format!("driver printed no {op} record"))?;
+        Ok(self.records.swap_remove(i))
+    }
+}
+
 pub fn run_driver(launcher: &Launcher, args: &[OsString]) -> Result<DriverRun> {
     run_driver_with(launcher, args, &[], None)
 }

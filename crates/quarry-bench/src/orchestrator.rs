@@ -422,12 +422,8 @@ fn index_once(
         threads,
         s.memory_mb_per_thread,
     );
-    let r = run_driver(launcher, &args)?;
-    let mut rec = r
-        .records
-        .into_iter()
-        .find(|v| v["op"] == "index")
-        .context("driver printed no index record")?;
+    let mut r = run_driver(launcher, &args)?;
+    let mut rec = r.take_record("index")?;
     rec["run"] = json!(run);
     rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
     rec["process_wall_seconds"] = json!(r.wall_seconds);
@@ -552,12 +548,8 @@ fn finish_engine(
                 &"--query",
                 &p.coldstart_query,
             ]);
-            let r = run_driver(launcher, &args)?;
-            let mut rec = r
-                .records
-                .into_iter()
-                .find(|v| v["op"] == "coldstart")
-                .context("no coldstart record")?;
+            let mut r = run_driver(launcher, &args)?;
+            let mut rec = r.take_record("coldstart")?;
             rec["engine"] = json!(name);
             rec["cache"] = json!(cache);
             rec["run"] = json!(run);
@@ -672,12 +664,8 @@ fn merged_copy(
     copy_dir(index, &dir)
         .with_context(|| format!("copying {} to {}", index.display(), dir.display()))?;
     let args = os(&[&"merge", &"--index", &dir, &"--max-segments", &"1"]);
-    let r = run_driver(launcher, &args)?;
-    let mut rec = r
-        .records
-        .into_iter()
-        .find(|v| v["op"] == "merge")
-        .context("driver printed no merge record")?;
+    let mut r = run_driver(launcher, &args)?;
+    let mut rec = r.take_record("merge")?;
     rec["engine"] = json!(name);
     rec["child_maxrss_bytes"] = json!(r.child_maxrss_bytes);
     eprintln!(

@@ -88,20 +88,34 @@ impl SegmentMeta {
         Ok(meta)
     }
 
+    /// The smallest sequence number of each run and of every run after it (a suffix minimum
+    /// of the runs' first sequence numbers): what [`first_doc_after_seq`](Self::first_doc_after_seq)
+    /// searches. Runs are in no particular sequence order after merges of thread-interleaved
+    /// segments, so it is computed, not read off the runs.
+    pub fn seq_floors(&self) -> Vec<u64> {
+        let mut floors: Vec<u64> = self.seq_runs.iter().map(|&(_, s)| s).collect();
+        for i in (0..floors.len().saturating_sub(1)).rev() {
+            floors[i] = floors[i].min(floors[i + 1]);
+        }
+        floors
+    }
+
     /// The first local document from which on every document's sequence number is above
     /// `seq` (`doc_count` if the last one's is not): those lose a score tie against a kept hit
     /// of sequence `seq`, so a pruned walk can ask them to beat its score, not just reach it.
-    pub fn first_doc_after_seq(&self, seq: u64) -> u32 {
-        let mut end = self.doc_count;
-        for &(l, s) in self.seq_runs.iter().rev() {
-            if seq >= s {
-                // Documents `l ..= l + (seq - s)` of this run have a sequence at most `seq`.
-                let after = u64::from(l).saturating_add(seq - s).saturating_add(1);
-                return after.min(u64::from(end)) as u32;
-            }
-            end = l;
-        }
-        end
+    /// `floors` is [`seq_floors`](Self::seq_floors); a binary search over it, as segments
+    /// built by several threads hold thousands of runs.
+    pub fn first_doc_after_seq(&self, floors: &[u64], seq: u64) -> u32 {
+        // The last run starting at or below `seq` is the last whose floor is at most `seq`
+        // (floors do not decrease); every document after it is above `seq`.
+        let Some(r) = floors.partition_point(|&m| m <= seq).checked_sub(1) else {
+            return 0;
+        };
+        let (l, s) = self.seq_runs[r];
+        let end = self.seq_runs.get(r + 1).map_or(self.doc_count, |n| n.0);
+        // Documents `l ..= l + (seq - s)` of this run have a sequence at most `seq`.
+        let after = u64::from(l).saturating_add(seq - s).saturating_add(1);
+        after.min(u64::from(end)) as u32
     }
 
     /// The sequence number (global index order) of local document `doc`.
@@ -264,7 +278,7 @@ mod tests {
             let want = (0..=l)
                 .find(|&d| (d..l).all(|x| meta.seq(x) > probe))
                 .unwrap();
-            proptest::prop_assert_eq!(meta.first_doc_after_seq(probe), want);
+            proptest::prop_assert_eq!(meta.first_doc_after_seq(&meta.seq_floors(), probe), want);
         }
     }
 }

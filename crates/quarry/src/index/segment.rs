@@ -76,6 +76,8 @@ pub struct SegmentReader {
     terms: Vec<OnceLock<Option<Dict>>>,
     norms: Vec<OnceLock<Option<Bytes>>>,
     stored_index: OnceLock<Bytes>,
+    /// [`SegmentMeta::seq_floors`], built by the first pruned walk that asks for it.
+    seq_floors: OnceLock<Vec<u64>>,
 }
 
 impl std::fmt::Debug for SegmentReader {
@@ -197,6 +199,7 @@ impl SegmentReader {
             terms: (0..n).map(|_| OnceLock::new()).collect(),
             norms: (0..n).map(|_| OnceLock::new()).collect(),
             stored_index: OnceLock::new(),
+            seq_floors: OnceLock::new(),
         })
     }
 
@@ -727,7 +730,8 @@ impl SegmentReader {
 
     /// See [`SegmentMeta::first_doc_after_seq`](crate::codec::meta::SegmentMeta::first_doc_after_seq).
     pub fn first_doc_after_seq(&self, seq: u64) -> u32 {
-        self.meta.first_doc_after_seq(seq)
+        let floors = self.seq_floors.get_or_init(|| self.meta.seq_floors());
+        self.meta.first_doc_after_seq(floors, seq)
     }
 }
 

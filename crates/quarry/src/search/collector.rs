@@ -116,16 +116,20 @@ impl<'a, L: LiveFilter> LeafCollector<'a, L> {
         self.top.k
     }
 
-    /// When the top k is full: the k-th score and the first document of this segment from
-    /// which on a document must beat that score, not just reach it (it loses the tie by index
-    /// order; see [`SegmentMeta::first_doc_after_seq`](crate::codec::meta::SegmentMeta::first_doc_after_seq)).
-    /// With k = 0 nothing can enter: the bar is infinite.
-    pub fn bar(&self) -> Option<(f32, u32)> {
+    /// When the top k is full: the k-th hit's score and sequence number (with k = 0 nothing
+    /// can enter: an infinite score).
+    pub fn kth(&self) -> Option<(f32, u64)> {
         if self.top.k == 0 {
-            return Some((f32::INFINITY, 0));
+            return Some((f32::INFINITY, u64::MAX));
         }
-        let worst = self.top.worst()?;
-        Some((worst.score, self.seg.first_doc_after_seq(worst.seq)))
+        self.top.worst().map(|w| (w.score, w.seq))
+    }
+
+    /// The first document of this segment from which on a document loses a score tie against
+    /// a kept hit of sequence `seq` (see [`SegmentReader::first_doc_after_seq`]), so it must beat
+    /// that hit's score, not just reach it.
+    pub fn first_doc_after_seq(&self, seq: u64) -> u32 {
+        self.seg.first_doc_after_seq(seq)
     }
 
     /// Forgets the matches counted so far: a pruned pass whose count is then redone exactly.

@@ -230,7 +230,8 @@ pub fn top_k_term<L: LiveFilter>(t: &mut TermScorer, top: &mut LeafCollector<'_,
 /// Without the last, terms whose best documents tie by the hundred (`biography`: one-word
 /// paragraphs) decode and offer every tied document.
 struct TermBar {
-    key: Option<(f32, u32)>,
+    /// The k-th hit (score, sequence) the products were computed for.
+    key: Option<(f32, u64)>,
     reach: f32,
     beat: f32,
     from: u32,
@@ -248,19 +249,19 @@ impl Default for TermBar {
 }
 
 impl TermBar {
-    /// Follows the top k; products are recomputed only when its worst hit changed.
+    /// Follows the top k; products and the tie boundary are recomputed only when its k-th hit
+    /// changed.
     #[inline]
     fn update<L: LiveFilter>(&mut self, t: &TermScorer, top: &LeafCollector<'_, L>) {
-        let now = top.bar();
+        let now = top.kth();
         if now != self.key {
-            self.key = now;
             *self = match now {
                 None => Self::default(),
-                Some((th, from)) => Self {
+                Some((th, seq)) => Self {
                     key: now,
                     reach: t.min_factor(th),
                     beat: t.min_factor(th.next_up()),
-                    from,
+                    from: top.first_doc_after_seq(seq),
                 },
             };
         }

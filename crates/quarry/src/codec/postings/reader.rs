@@ -554,61 +554,29 @@ impl PostingsCursor {
     #[inline]
     pub fn block_factor(&self, b: usize, factors: &[f32; 256], with_norms: bool) -> f32 {
         let o = b * SKIP_ENTRY_LEN + 16;
-        let Some(e) = self.skips.get(o..o + super::IMPACTS_LEN) else {
-            return f32::INFINITY;
-        };
-        let e: &[u8; super::IMPACTS_LEN] = e.try_into().expect("IMPACTS_LEN bytes");
-        let len = e[0] as usize;
-        if len == 0 || len > super::MAX_IMPACTS {
-            return f32::INFINITY;
+        match self.skips.get(o..o + super::IMPACTS_LEN) {
+            Some(e) => impacts_factor(
+                e.try_into().expect("IMPACTS_LEN bytes"),
+                factors,
+                with_norms,
+            ),
+            None => f32::INFINITY,
         }
-        let mut best = 0f32;
-        for i in 0..len {
-            let f = u16::from_le_bytes([e[1 + 3 * i], e[2 + 3 * i]]);
-            let f = if f == super::FREQ_SATURATED {
-                u32::MAX as f32
-            } else {
-                f32::from(f)
-            };
-            let n = if with_norms { e[3 + 3 * i] } else { 1 };
-            best = best.max(f * factors[n as usize]);
-        }
-        best
     }
 
     /// [`block_factor`](Self::block_factor) of every block, in order, into `out` (cleared
-    /// first): one pass over the skip table for loops that order blocks by their bounds. Each
-    /// entry's eight slots are read whether used or not (the writer zeroes the unused ones, so
-    /// they add a product of 0) to keep the loop free of branches on the count; a count above
-    /// [`MAX_IMPACTS`](super::MAX_IMPACTS) gives infinity as in `block_factor`.
+    /// first): one pass over the skip table for loops that order blocks by their bounds.
     pub fn block_factors(&self, factors: &[f32; 256], with_norms: bool, out: &mut Vec<f32>) {
         out.clear();
         let n = self.n_blocks as usize;
         out.reserve(n);
         let entries = self.skips.get(..n * SKIP_ENTRY_LEN).unwrap_or(&[]);
-        for e in entries.chunks_exact(SKIP_ENTRY_LEN) {
-            let e: &[u8; SKIP_ENTRY_LEN] = e.try_into().expect("SKIP_ENTRY_LEN bytes");
-            let len = e[16] as usize;
-            let mut best = 0f32;
-            for i in 0..super::MAX_IMPACTS {
-                let o = 17 + 3 * i;
-                let f = u16::from_le_bytes([e[o], e[o + 1]]);
-                let f = if f == super::FREQ_SATURATED {
-                    u32::MAX as f32
-                } else {
-                    f32::from(f)
-                };
-                let n = if with_norms { e[o + 2] } else { 1 };
-                let p = f * factors[n as usize];
-                // `f32::max` without its NaN handling (a NaN product is passed over either way).
-                best = if p > best { p } else { best };
-            }
-            out.push(if len == 0 || len > super::MAX_IMPACTS {
-                f32::INFINITY
-            } else {
-                best
-            });
-        }
+        out.extend(entries.chunks_exact(SKIP_ENTRY_LEN).map(|e| {
+            let e = e[16..16 + super::IMPACTS_LEN]
+                .try_into()
+                .expect("IMPACTS_LEN bytes");
+            impacts_factor(e, factors, with_norms)
+        }));
         // A short skip table (damaged): the missing entries never prune.
         out.resize(n, f32::INFINITY);
     }
@@ -1032,4 +1000,31 @@ impl PostingsCursor {
         }
         Ok(r.position())
     }
+}
+
+/// The largest `freq * factors[norm]` of a skip entry's impacts (norm 1 without norms); a
+/// count of 0 or above [`MAX_IMPACTS`](super::MAX_IMPACTS) (a malformed entry) gives infinity,
+/// which never prunes wrongly. All eight slots are read whether used or not (the writer zeroes
+/// the unused ones, so they add a product of 0), keeping the loop free of branches on the
+/// count, and the maximum is a plain compare (`f32::max` compiles to NaN handling; a NaN
+/// product is passed over either way).
+#[inline]
+fn impacts_factor(e: &[u8; super::IMPACTS_LEN], factors: &[f32; 256], with_norms: bool) -> f32 {
+    let len = e[0] as usize;
+    if len == 0 || len > super::MAX_IMPACTS {
+        return f32::INFINITY;
+    }
+    let mut best = 0f32;
+    for i in 0..super::MAX_IMPACTS {
+        let f = u16::from_le_bytes([e[1 + 3 * i], e[2 + 3 * i]]);
+        let f = if f == super::FREQ_SATURATED {
+            u32::MAX as f32
+        } else {
+            f32::from(f)
+        };
+        let n = if with_norms { e[3 + 3 * i] } else { 1 };
+        let p = f * factors[n as usize];
+        best = if p > best { p } else { best };
+    }
+    best
 }
