@@ -1,6 +1,6 @@
 //! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128 (with run-time
 //! chosen SIMD unpack kernels), LEB128 varints,
-//! a bounds-checked little-endian reader, CRC32C, and the header/footer every file carries.
+//! bitset popcounts, a bounds-checked little-endian reader, CRC32C, and the header/footer every file carries.
 //!
 //! Nothing here knows about documents or queries; every decoder treats its input as untrusted and
 //! returns [`CodecError`] instead of panicking.
@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod dense;
 pub mod error;
 pub mod framing;
+pub mod popcount;
 pub mod reader;
 pub mod simd;
 pub mod varint;

@@ -142,6 +142,12 @@ impl<'a, L: LiveFilter> LeafCollector<'a, L> {
         self.count
     }
 
+    /// The search's time budget, for counts taken outside the collector
+    /// ([`Weight::fast_count`](super::weight::Weight::fast_count)).
+    pub fn budget_mut(&mut self) -> &mut Budget {
+        &mut self.top.budget
+    }
+
     /// Whether the search's time budget is spent. Scoring loops call this once per unit of work
     /// (a block, a window, a few thousand doc ids), never per document; the clock is read only
     /// every [`Budget::CHECK_EVERY`] calls, and not at all without a deadline.

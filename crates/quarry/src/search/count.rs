@@ -212,7 +212,7 @@ fn count_and_dense(cursors: Vec<PostingsCursor>, budget: &mut Budget) -> (u64, D
         let Some((base, bits)) = and.window(from) else {
             break;
         };
-        count += bits.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+        count += quarry_codecs::popcount::count_ones(bits);
         from = base.saturating_add(AND_WINDOW);
     }
     (count, and)

@@ -421,13 +421,28 @@ fn search_segment<L: LiveFilter>(
             // One term: the generic loop, monomorphized for the term scorer.
             ([t], _) => collect_segment(t, &mut c, mode),
             (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),
-            // The top k from the pruned walk, then, if it skipped documents, the exact count
-            // from a second pass that only ORs doc ids (bitsets, no scores): both together read
-            // far less than scoring every document (W2 unions: about a third of the time).
+            // The top k from the pruned walk, then, if it skipped documents, the exact count:
+            // for two terms without deletions `|a| + |b| - |a AND b|` (only the intersection is
+            // read, as a count does), else a second pass that only ORs doc ids (bitsets, no
+            // scores). Both together read far less than scoring every document (W2 unions:
+            // about a third of the time).
             (_, SearchMode::TopCount) => {
                 if union::top_k(&mut scorers, &mut c) && !c.out_of_time() {
                     if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
                         return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    }
+                    if L::ALL_LIVE {
+                        let walked = c.counted();
+                        if let Some(n) = weight.fast_count(seg, ord, c.budget_mut())? {
+                            // A count cut short by the deadline is no count: the walk's lower
+                            // bound stays (and the search reports the timeout).
+                            if c.budget_mut().expired() {
+                                return Ok((walked, true));
+                            }
+                            c.reset_count();
+                            c.count(n);
+                            return Ok((n, false));
+                        }
                     }
                     scorers.clear();
                     for w in terms {

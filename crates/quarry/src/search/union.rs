@@ -7,6 +7,7 @@
 //!   without decoding it.
 //! - `TopCount` and `Count`: exhaustive, in windows of 2048 documents with a score accumulator
 //!   per document (as Lucene's BooleanScorer), so each term's postings are read sequentially.
+//!   (`TopCount` mostly runs `Top` and then counts apart: see `search_segment`.)
 use super::collector::{LeafCollector, LiveFilter};
 use super::scorer::{Scorer, TermScorer, TERMINATED};
 use crate::codec::postings::BLOCK;
@@ -464,31 +465,52 @@ pub fn exhaustive<L: LiveFilter>(
             }
             t.score_until(base, end, bits, &mut sums, &mut scratch);
         }
-        let first_word = (base / 64) as usize;
-        // The bar a hit must reach, re-read only after an offer (the heap changes only then).
-        let mut bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
-        for (w, word) in bits.iter_mut().enumerate() {
-            let mut x = *word;
-            let live = top.live_word(first_word + w);
-            top.count(u64::from((x & live).count_ones()));
-            if score {
-                while x != 0 {
-                    let o = w * 64 + x.trailing_zeros() as usize;
-                    let s = sums[o] as f32;
-                    sums[o] = 0.0;
-                    if live >> (o % 64) & 1 == 1 && s >= bar {
-                        top.offer(base + o as u32, s);
-                        bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
-                    }
-                    x &= x - 1;
-                }
-            }
-            *word = 0;
+        if !score && L::ALL_LIVE {
+            // The count alone: one popcount kernel over the window.
+            top.count(quarry_codecs::popcount::count_ones(bits));
+            bits.fill(0);
+        } else {
+            collect_window(top, bits, &mut sums, base, score);
         }
         let next = terms.iter().map(|t| t.doc()).min().unwrap_or(TERMINATED);
         if next == TERMINATED {
             break;
         }
         base = next / window * window;
+    }
+}
+
+/// Counts the live documents marked in a window of [`exhaustive`] and, if `score`, offers them
+/// with their summed scores; clears the window's bits (and the sums it read) for the next one.
+fn collect_window<L: LiveFilter>(
+    top: &mut LeafCollector<'_, L>,
+    bits: &mut [u64],
+    sums: &mut [f64],
+    base: u32,
+    score: bool,
+) {
+    let first_word = (base / 64) as usize;
+    // The bar a hit must reach, re-read only after an offer (the heap changes only then).
+    let mut bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
+    for (w, word) in bits.iter_mut().enumerate() {
+        let mut x = *word;
+        if x == 0 {
+            continue;
+        }
+        let live = top.live_word(first_word + w);
+        top.count(u64::from((x & live).count_ones()));
+        if score {
+            while x != 0 {
+                let o = w * 64 + x.trailing_zeros() as usize;
+                let s = sums[o] as f32;
+                sums[o] = 0.0;
+                if live >> (o % 64) & 1 == 1 && s >= bar {
+                    top.offer(base + o as u32, s);
+                    bar = top.threshold().unwrap_or(f32::NEG_INFINITY);
+                }
+                x &= x - 1;
+            }
+        }
+        *word = 0;
     }
 }
