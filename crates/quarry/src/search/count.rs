@@ -322,7 +322,8 @@ pub fn count_req_excl(
 /// `count_or2` marks the union instead of counting the intersection when the commoner term is
 /// in at least an eighth of the documents (its blocks are mostly bitsets, ORed in a few words
 /// each) and the rarer one has more than 1/256 of its documents (each costs the leapfrog a
-/// seek): `the movement` in W2, 272 against 334 µs.
+/// seek): `the movement` in W2 counts in 120 µs instead of 214
+/// (`bench/results/counts-2026-11-26.md`).
 const OR_MARK_RATIO: u64 = 256;
 
 /// The number of documents holding `a` or `b`: `df(a) + df(b) − |a ∩ b|`, or, when a leapfrog
