@@ -724,7 +724,32 @@ impl PostingsCursor {
         out.reserve(freq as usize);
         let mut p = 0u32;
         let mut at = doc_start;
-        for _ in 0..freq {
+        // Eight one-byte deltas at once while they last (no high bit in the word) and stay
+        // within the limit; the loop below takes the rest one by one.
+        let mut k = 0u32;
+        while k + 8 <= freq {
+            let Some(w) = bytes.get(at..at + 8) else {
+                break;
+            };
+            let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            if w & 0x8080_8080_8080_8080 != 0 {
+                break;
+            }
+            let mut buf = [0u32; 8];
+            let mut q = p;
+            for (j, b) in buf.iter_mut().enumerate() {
+                q = q.wrapping_add(((w >> (8 * j)) & 0xff) as u32);
+                *b = q;
+            }
+            if q > limit {
+                break;
+            }
+            out.extend_from_slice(&buf);
+            p = q;
+            at += 8;
+            k += 8;
+        }
+        for _ in k..freq {
             // Most position deltas fit one byte.
             match bytes.get(at) {
                 Some(&b) if b < 0x80 => {

@@ -387,6 +387,56 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Long position lists, where runs of eight one-byte deltas are decoded at once, mixed with
+    /// multi-byte deltas: `positions_upto` is exactly the prefix up to the limit, and full reads
+    /// after it (or after skipped documents) are unaffected.
+    #[test]
+    fn long_position_runs_with_limits(
+        gaps in gaps(60, 1..400),
+        freqs in proptest::collection::vec(1u32..40, 400),
+        deltas in proptest::collection::vec(prop_oneof![4 => 1u32..128, 1 => 128u32..5000], 1..64),
+        limits in proptest::collection::vec(0u32..20_000, 1..30),
+    ) {
+        let mut docs = Vec::new();
+        let mut d = 0u32;
+        for g in &gaps {
+            d += g;
+            docs.push(d);
+        }
+        let freqs = &freqs[..docs.len()];
+        let mut positions = Vec::new();
+        let mut lists = Vec::new();
+        for (i, &f) in freqs.iter().enumerate() {
+            let mut p = 0u32;
+            let start = positions.len();
+            for k in 0..f as usize {
+                p += deltas[(i * 7 + k) % deltas.len()];
+                positions.push(p);
+            }
+            lists.push(start..positions.len());
+        }
+        let (post, pos, info) = build(&docs, freqs, &positions);
+        let mut c = PostingsCursor::new(&info, &post, Some(&pos), docs[docs.len() - 1] + 1);
+        let mut p = Vec::new();
+        for i in 0..docs.len() {
+            let all = &positions[lists[i].clone()];
+            if i % 4 != 3 {
+                let limit = limits[i % limits.len()];
+                c.positions_upto(&mut p, limit);
+                let want: Vec<u32> = all.iter().copied().filter(|&x| x <= limit).collect();
+                prop_assert_eq!(&p, &want);
+            }
+            if i % 2 == 0 {
+                c.positions(&mut p);
+                prop_assert_eq!(&p[..], all);
+            }
+            c.next();
+        }
+        prop_assert!(c.is_corrupt().is_none());
+    }
+}
+
 /// Damaged positions (any byte of a term's positions flipped) never panic: the cursor
 /// reports corruption or returns positions; some damage must be detected.
 #[test]
