@@ -319,60 +319,30 @@ pub fn count_req_excl(
     Ok(base.saturating_sub(overlap.max(0) as u64))
 }
 
-/// `count_or2` marks the union instead of counting the intersection when the commoner term is
-/// in at least an eighth of the documents (its blocks are mostly bitsets, ORed in a few words
-/// each) and the rarer one has more than 1/256 of its documents (each costs the leapfrog a
-/// seek): `the movement` in W2 counts in 120 µs instead of 214
-/// (`bench/results/counts-2026-11-26.md`).
+/// `count_or2` leaves a union to the marking pass (`union::exhaustive`) instead of counting the
+/// intersection when the commoner term is in at least an eighth of the documents (its blocks
+/// are mostly bitsets, ORed in a few words each) and the rarer one has more than 1/256 of its
+/// documents (each costs the leapfrog a seek): `the movement` in W2 counts in 120 µs instead of
+/// 214 (`bench/results/counts-2026-11-26.md`).
 const OR_MARK_RATIO: u64 = 256;
 
-/// The number of documents holding `a` or `b`: `df(a) + df(b) − |a ∩ b|`, or, when a leapfrog
-/// through a very common term would cost more, the union marked window by window.
+/// The number of documents holding `a` or `b` as `df(a) + df(b) − |a ∩ b|`; `None` when a
+/// leapfrog through a very common term would cost more than marking the union (the caller's
+/// exhaustive pass then counts it).
 pub fn count_or2(
     seg: &SegmentReader,
     a: &CountTerm,
     b: &CountTerm,
     budget: &mut Budget,
-) -> Result<u64> {
+) -> Result<Option<u64>> {
     let (lo, hi) = if a.doc_freq() <= b.doc_freq() {
         (a.doc_freq(), b.doc_freq())
     } else {
         (b.doc_freq(), a.doc_freq())
     };
     if hi * 8 >= u64::from(seg.doc_count()) && lo * OR_MARK_RATIO > hi {
-        return count_marked(seg, vec![a.open(seg)?, b.open(seg)?], budget);
+        return Ok(None);
     }
     let both = count_and(seg, vec![a.open(seg)?, b.open(seg)?], budget)?;
-    Ok((a.doc_freq() + b.doc_freq()).saturating_sub(both))
-}
-
-/// The number of documents holding any of `cursors` (doc ids only): each window's documents
-/// marked in a bitset (dense blocks ORed in as they lie) and counted.
-fn count_marked(
-    seg: &SegmentReader,
-    mut cursors: Vec<PostingsCursor>,
-    budget: &mut Budget,
-) -> Result<u64> {
-    for c in cursors.iter_mut() {
-        c.set_docs_only();
-    }
-    let mut bits = vec![0u64; (AND_WINDOW / 64) as usize];
-    let mut count = 0u64;
-    while !budget.check_now() {
-        let first = cursors.iter().map(|c| c.doc()).min().unwrap_or(TERMINATED);
-        if first == TERMINATED {
-            break;
-        }
-        let base = first / AND_WINDOW * AND_WINDOW;
-        let end = base.saturating_add(AND_WINDOW);
-        for c in cursors.iter_mut() {
-            c.mark_until(base, end, &mut bits);
-        }
-        count += quarry_codecs::popcount::count_ones(&bits);
-        bits.fill(0);
-    }
-    if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
-        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
-    }
-    Ok(count)
+    Ok(Some((a.doc_freq() + b.doc_freq()).saturating_sub(both)))
 }

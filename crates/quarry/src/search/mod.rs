@@ -423,8 +423,8 @@ fn search_segment<L: LiveFilter>(
             (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),
             // The top k from the pruned walk, then, if it skipped documents, the exact count:
             // for two terms without deletions from `Weight::fast_count`, as a count takes it
-            // (`count::count_or2`: mostly `|a| + |b| - |a AND b|`, reading only the
-            // intersection), else a second pass that only ORs doc ids (bitsets, no scores).
+            // (`count::count_or2`: `|a| + |b| - |a AND b|`, reading only the intersection),
+            // else a second pass that only ORs doc ids (bitsets, no scores).
             // Both together read far less than scoring every document.
             (_, SearchMode::TopCount) => {
                 if union::top_k(&mut scorers, &mut c) && !c.out_of_time() {

@@ -277,7 +277,7 @@ impl Weight {
                     match opt.as_slice() {
                         [] => Some(0),
                         [a] => Some(u64::from(a.info.doc_freq)),
-                        [a, b] => Some(count::count_or2(seg, a, b, budget)?),
+                        [a, b] => count::count_or2(seg, a, b, budget)?,
                         _ => None,
                     }
                 } else {
