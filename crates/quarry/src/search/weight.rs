@@ -25,11 +25,15 @@ pub enum Weight {
         sim: Arc<SimScorer>,
         infos: Vec<Option<(TermInfo, Bytes)>>,
     },
+    /// `slots`: (distinct word, offset) of each phrase term, in phrase order;
+    /// `infos[segment][word]`: each distinct word's entry, looked up once (`None` for a
+    /// segment that lacks one of them).
     Phrase {
         field: u32,
-        terms: Vec<(u32, String)>,
+        slots: Vec<(usize, u32)>,
         slop: u32,
         sim: Arc<SimScorer>,
+        infos: Vec<Option<Vec<(TermInfo, Bytes)>>>,
     },
     Prefix {
         field: u32,
@@ -65,16 +69,6 @@ impl Context<'_> {
         self.schema
             .field_id(name)
             .ok_or_else(|| Error::unknown_field(self.schema, name))
-    }
-
-    fn doc_freq(&self, field: u32, term: &str) -> Result<u64> {
-        let mut df = 0u64;
-        for seg in self.segments {
-            if let Some((info, _)) = seg.term_info(field, term.as_bytes())? {
-                df += u64::from(info.doc_freq);
-            }
-        }
-        self.scoring_doc_freq(field, term, df)
     }
 
     /// The document frequency to score with: the supplied one when statistics were supplied
@@ -159,10 +153,37 @@ impl Weight {
                 if terms.is_empty() {
                     return Ok(Weight::Nothing);
                 }
+                // One lookup per distinct word and segment; each phrase term points at its
+                // word's slot.
+                let mut words: Vec<&str> = Vec::with_capacity(terms.len());
+                let mut slots = Vec::with_capacity(terms.len());
+                for (offset, t) in terms {
+                    let slot = match words.iter().position(|w| *w == t.as_str()) {
+                        Some(s) => s,
+                        None => {
+                            words.push(t);
+                            words.len() - 1
+                        }
+                    };
+                    slots.push((slot, *offset));
+                }
+                let mut dfs = vec![0u64; words.len()];
+                let mut infos = Vec::with_capacity(ctx.segments.len());
+                for seg in ctx.segments {
+                    let mut found = Vec::with_capacity(words.len());
+                    for (w, df) in words.iter().zip(&mut dfs) {
+                        if let Some(entry) = seg.term_info(f, w.as_bytes())? {
+                            *df += u64::from(entry.0.doc_freq);
+                            found.push(entry);
+                        }
+                    }
+                    infos.push((found.len() == words.len()).then_some(found));
+                }
                 let stats = &ctx.stats[f as usize];
                 let mut idf = 0f32;
                 for (_, t) in terms {
-                    let df = ctx.doc_freq(f, t)?;
+                    let slot = words.iter().position(|w| *w == t.as_str()).unwrap_or(0);
+                    let df = ctx.scoring_doc_freq(f, t, dfs[slot])?;
                     if df == 0 {
                         return Ok(Weight::Nothing);
                     }
@@ -171,9 +192,10 @@ impl Weight {
                 let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
                 Weight::Phrase {
                     field: f,
-                    terms: terms.clone(),
+                    slots,
                     slop: *slop,
                     sim: Arc::new(sim),
+                    infos,
                 }
             }
             Query::Prefix { field, prefix } => Weight::Prefix {
@@ -414,34 +436,18 @@ impl Weight {
                 .map(|t| Box::new(t) as Box<dyn Scorer>),
             Weight::Phrase {
                 field,
-                terms,
+                slots,
                 slop,
                 sim,
+                infos,
             } => {
-                // One cursor per distinct word; each phrase term points at its word's slot.
-                let mut words: Vec<&str> = Vec::with_capacity(terms.len());
-                let mut slots = Vec::with_capacity(terms.len());
-                for (offset, t) in terms {
-                    let slot = match words.iter().position(|w| *w == t.as_str()) {
-                        Some(s) => s,
-                        None => {
-                            words.push(t);
-                            words.len() - 1
-                        }
-                    };
-                    slots.push((slot, *offset));
-                }
-                let mut infos = Vec::with_capacity(words.len());
-                for w in &words {
-                    match seg.term_info(*field, w.as_bytes())? {
-                        None => return Ok(None),
-                        Some(found) => infos.push(found),
-                    }
-                }
+                let Some(infos) = infos.get(ord).and_then(|i| i.as_ref()) else {
+                    return Ok(None);
+                };
                 // One batched read of every term's positions when they are not mapped.
                 let pts = PhraseTerms {
-                    cursors: seg.phrase_postings(*field, &infos)?,
-                    terms: slots,
+                    cursors: seg.phrase_postings(*field, infos)?,
+                    terms: slots.clone(),
                 };
                 let norms = seg.norms(*field)?.cloned();
                 // Common words only (`"to be or not to be"`): candidates from bitsets.

@@ -175,6 +175,12 @@ struct LazyDense {
     last: u32,
 }
 
+/// A decoded block.
+struct BlockBuf {
+    docs: [u32; BLOCK],
+    freqs: [u32; BLOCK],
+}
+
 /// Iterates the documents of one term in increasing order.
 pub struct PostingsCursor {
     codec: BlockCodec,
@@ -189,8 +195,10 @@ pub struct PostingsCursor {
     block: u32,
     block_len: usize,
     idx: usize,
-    docs: [u32; BLOCK],
-    freqs: [u32; BLOCK],
+    /// The current block's doc ids and frequencies, boxed: a cursor is moved a few times on its
+    /// way into a scorer, and 1 KiB of inline arrays made each move a `memcpy` (8 % of a cheap
+    /// phrase query's time).
+    buf: Box<BlockBuf>,
     /// Where the block after the current one starts and its base doc (sequential reads).
     next_off: usize,
     doc: u32,
@@ -253,8 +261,10 @@ impl PostingsCursor {
             block: u32::MAX,
             block_len: 0,
             idx: 0,
-            docs: [0; BLOCK],
-            freqs: [0; BLOCK],
+            buf: Box::new(BlockBuf {
+                docs: [0; BLOCK],
+                freqs: [0; BLOCK],
+            }),
             next_off: 0,
             doc: 0,
             pos_block: u32::MAX,
@@ -289,7 +299,7 @@ impl PostingsCursor {
     /// The current document's term frequency.
     #[inline]
     pub fn freq(&self) -> u32 {
-        self.freqs[self.idx.min(BLOCK - 1)]
+        self.buf.freqs[self.idx.min(BLOCK - 1)]
     }
 
     pub fn doc_freq(&self) -> u32 {
@@ -319,11 +329,11 @@ impl PostingsCursor {
         }
         self.idx += 1;
         if self.idx < self.block_len {
-            self.doc = self.docs[self.idx];
+            self.doc = self.buf.docs[self.idx];
             return self.doc;
         }
         let next = self.block.wrapping_add(1);
-        let base = self.docs[self.block_len.saturating_sub(1)];
+        let base = self.buf.docs[self.block_len.saturating_sub(1)];
         self.load_block(next, self.next_off, base);
         self.doc
     }
@@ -337,7 +347,7 @@ impl PostingsCursor {
             self.expand();
         }
         while self.doc != TERMINATED && self.doc < end {
-            let block = &self.docs[self.idx..self.block_len];
+            let block = &self.buf.docs[self.idx..self.block_len];
             let n = if block[block.len() - 1] < end {
                 block.len()
             } else {
@@ -346,11 +356,11 @@ impl PostingsCursor {
             mark_docs(&block[..n], base, bits);
             self.idx += n;
             if self.idx < self.block_len {
-                self.doc = self.docs[self.idx];
+                self.doc = self.buf.docs[self.idx];
                 return;
             }
             let mut next = self.block.wrapping_add(1);
-            let mut last = self.docs[self.block_len - 1];
+            let mut last = self.buf.docs[self.block_len - 1];
             let mut off = self.next_off;
             while let Some((next_off, block_last)) = self.dense_block_before(next, off, last, end) {
                 let n_words = usize::from(self.blocks[off + 2]);
@@ -407,20 +417,20 @@ impl PostingsCursor {
             self.expand();
         }
         while self.doc != TERMINATED && self.doc < end {
-            let block = &self.docs[self.idx..self.block_len];
+            let block = &self.buf.docs[self.idx..self.block_len];
             let n = if block[block.len() - 1] < end {
                 block.len()
             } else {
                 block.partition_point(|&d| d < end)
             };
-            f(&block[..n], &self.freqs[self.idx..self.idx + n]);
+            f(&block[..n], &self.buf.freqs[self.idx..self.idx + n]);
             self.idx += n;
             if self.idx < self.block_len {
-                self.doc = self.docs[self.idx];
+                self.doc = self.buf.docs[self.idx];
                 return;
             }
             let next = self.block.wrapping_add(1);
-            let last = self.docs[self.block_len - 1];
+            let last = self.buf.docs[self.block_len - 1];
             self.idx = self.block_len - 1;
             self.load_block(next, self.next_off, last);
         }
@@ -434,7 +444,7 @@ impl PostingsCursor {
         }
         let last = match &self.lazy {
             Some(l) => l.last,
-            None => self.docs[self.block_len - 1],
+            None => self.buf.docs[self.block_len - 1],
         };
         if last < target {
             // Not in this block: find the first block whose last doc is >= target.
@@ -471,14 +481,14 @@ impl PostingsCursor {
         // stride while the eighth is below it (a conjunction's targets are often tens of docs
         // ahead in a common term), then one by one, on a local index.
         let mut i = self.idx;
-        while i + 8 < self.block_len && self.docs[i + 7] < target {
+        while i + 8 < self.block_len && self.buf.docs[i + 7] < target {
             i += 8;
         }
-        while self.docs[i] < target {
+        while self.buf.docs[i] < target {
             i += 1;
         }
         self.idx = i;
-        self.doc = self.docs[i];
+        self.doc = self.buf.docs[i];
         self.doc
     }
 
@@ -531,7 +541,7 @@ impl PostingsCursor {
         } else if self.doc == TERMINATED {
             None
         } else {
-            Some(self.docs[self.block_len - 1])
+            Some(self.buf.docs[self.block_len - 1])
         }
     }
 
@@ -594,14 +604,14 @@ impl PostingsCursor {
         }
         if b == self.block as usize {
             self.idx = 0;
-            self.doc = self.docs[0];
+            self.doc = self.buf.docs[0];
             return self.doc;
         }
         if b >= self.n_blocks as usize {
             return self.stop();
         }
         if b == self.block as usize + 1 {
-            let base = self.docs[self.block_len - 1];
+            let base = self.buf.docs[self.block_len - 1];
             self.load_block(b as u32, self.next_off, base);
         } else if b == 0 {
             self.load_block(0, 0, 0);
@@ -627,7 +637,10 @@ impl PostingsCursor {
         if self.doc == TERMINATED {
             return (&[], &[]);
         }
-        (&self.docs[..self.block_len], &self.freqs[..self.block_len])
+        (
+            &self.buf.docs[..self.block_len],
+            &self.buf.freqs[..self.block_len],
+        )
     }
 
     /// The index of the block that would hold `target`, from the skip table (needs one).
@@ -709,7 +722,7 @@ impl PostingsCursor {
         let bytes: &[u8] = pos;
         // Skip the positions of the block's earlier documents: count varint terminators
         // (bytes below 0x80) instead of decoding them.
-        let skip: u64 = self.freqs[self.pos_idx.min(self.idx)..self.idx]
+        let skip: u64 = self.buf.freqs[self.pos_idx.min(self.idx)..self.idx]
             .iter()
             .map(|&f| u64::from(f))
             .sum();
@@ -720,7 +733,7 @@ impl PostingsCursor {
         };
         self.pos_off = doc_start;
         self.pos_idx = self.idx;
-        let freq = self.freqs[self.idx];
+        let freq = self.buf.freqs[self.idx];
         out.reserve(freq as usize);
         let mut p = 0u32;
         let mut at = doc_start;
@@ -840,11 +853,11 @@ impl PostingsCursor {
         };
         let blocks = self.blocks.clone();
         let words = blocks.get(l.off..).unwrap_or(&[]);
-        if let Err(e) = dense::decode(l.origin, words, l.n_words, &mut self.docs) {
+        if let Err(e) = dense::decode(l.origin, words, l.n_words, &mut self.buf.docs) {
             self.fail(format!("block {}: {e}", self.block));
             return;
         }
-        self.idx = self.docs[..self.block_len].partition_point(|&d| d < self.doc);
+        self.idx = self.buf.docs[..self.block_len].partition_point(|&d| d < self.doc);
     }
 
     fn stop(&mut self) -> u32 {
@@ -852,7 +865,7 @@ impl PostingsCursor {
         self.block = self.n_blocks;
         self.block_len = 1;
         self.idx = 0;
-        self.docs[0] = TERMINATED;
+        self.buf.docs[0] = TERMINATED;
         self.lazy = None;
         TERMINATED
     }
@@ -925,7 +938,7 @@ impl PostingsCursor {
                 let (last, first_ok) = match &self.lazy {
                     // The origin is one past the base: the first doc is above it.
                     Some(l) => (l.last, true),
-                    None => (self.docs[len - 1], b == 0 || self.docs[0] > base),
+                    None => (self.buf.docs[len - 1], b == 0 || self.buf.docs[0] > base),
                 };
                 let expected_last = if self.n_blocks > 1 {
                     Some(self.skip_last_doc(b as usize))
@@ -944,7 +957,7 @@ impl PostingsCursor {
                 self.next_off = next_off;
                 self.doc = match self.lazy {
                     Some(l) => self.dense_next_from(l, l.origin, false).0,
-                    None => self.docs[0],
+                    None => self.buf.docs[0],
                 };
             }
             Err(e) => self.fail(format!("block {b}: {e}")),
@@ -986,18 +999,20 @@ impl PostingsCursor {
                 self.dense_rank.set((0, 0));
                 p += len;
             } else {
-                p += dense::decode(origin, rest, n_words, &mut self.docs)?;
+                p += dense::decode(origin, rest, n_words, &mut self.buf.docs)?;
             }
         } else {
             let rest = bytes.get(p..).unwrap_or(&[]);
-            p += self.codec.unpack_sorted(base, rest, db, &mut self.docs)?;
+            p += self
+                .codec
+                .unpack_sorted(base, rest, db, &mut self.buf.docs)?;
         }
         let rest = bytes.get(p..).unwrap_or(&[]);
         if self.docs_only {
             return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
         }
-        p += self.codec.unpack(rest, fb, &mut self.freqs)?;
-        for f in self.freqs.iter_mut() {
+        p += self.codec.unpack(rest, fb, &mut self.buf.freqs)?;
+        for f in self.buf.freqs.iter_mut() {
             *f = f.saturating_add(1);
         }
         Ok(p)
@@ -1020,8 +1035,8 @@ impl PostingsCursor {
             doc = doc.checked_add(delta).ok_or_else(|| CodecError::Invalid {
                 what: "doc id overflow".into(),
             })?;
-            self.docs[i] = doc;
-            self.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
+            self.buf.docs[i] = doc;
+            self.buf.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
         }
         Ok(r.position())
     }
