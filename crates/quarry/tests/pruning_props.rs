@@ -31,12 +31,20 @@ enum Q {
     ReqOpt(Vec<usize>, Vec<usize>),
     /// `"a b a"`: an exact phrase, words possibly repeated.
     Phrase(Vec<usize>),
+    /// `+"a b" +c`: a phrase (usually of common words, which its leapfrog leaves to the
+    /// positions check) required next to a rarer term that leads the conjunction.
+    PhraseAnd(Vec<usize>, usize),
 }
 
 fn query_strategy() -> impl Strategy<Value = Q> {
     prop_oneof![
         proptest::collection::vec(prop_oneof![3 => 0usize..3, 1 => 3usize..8], 2..5)
             .prop_map(Q::Phrase),
+        (
+            proptest::collection::vec(prop_oneof![3 => 0usize..3, 1 => 3usize..8], 2..4),
+            7usize..12
+        )
+            .prop_map(|(p, c)| Q::PhraseAnd(p, c)),
         proptest::collection::vec(0usize..12, 1..6).prop_map(Q::Or),
         proptest::collection::vec(0usize..12, 2..4).prop_map(Q::And),
         (0usize..12, 0usize..12, 0usize..12).prop_map(|(a, b, c)| Q::Mixed(a, b, c)),
@@ -89,6 +97,7 @@ fn text(q: &Q) -> String {
             "\"{}\"",
             ws.iter().map(|&w| VOCAB[w]).collect::<Vec<_>>().join(" ")
         ),
+        Q::PhraseAnd(ws, c) => format!("+{} +{}", text(&Q::Phrase(ws.clone())), VOCAB[*c]),
     }
 }
 
@@ -123,6 +132,16 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
             }
         }
         out
+    };
+    // Occurrences of the exact sequence; the idf is summed over the phrase's terms, repeats
+    // included (Lucene's PhraseWeight).
+    let phrase_score = |ws: &[usize], d: &Vec<usize>| -> Option<f64> {
+        let freq = d.windows(ws.len()).filter(|w| *w == ws).count();
+        (freq > 0).then(|| {
+            let idf: f32 = ws.iter().map(|&w| Bm25::idf(df(w), n_with)).sum();
+            let sim = Bm25::default().scorer(1.0, idf, &stats);
+            f64::from(sim.score(freq as f32, length_to_norm(d.len() as u32)))
+        })
     };
     let mut out = Vec::new();
     for (i, d) in docs.iter().enumerate() {
@@ -171,16 +190,11 @@ fn model(docs: &[Vec<usize>], q: &Q) -> Vec<(usize, f32)> {
                     f64::from(req as f32) + f64::from(opt as f32)
                 })
             }
-            Q::Phrase(ws) => {
-                // Occurrences of the exact sequence; the idf is summed over the phrase's
-                // terms, repeats included (Lucene's PhraseWeight).
-                let freq = d.windows(ws.len()).filter(|w| *w == ws.as_slice()).count();
-                (freq > 0).then(|| {
-                    let idf: f32 = ws.iter().map(|&w| Bm25::idf(df(w), n_with)).sum();
-                    let sim = Bm25::default().scorer(1.0, idf, &stats);
-                    f64::from(sim.score(freq as f32, length_to_norm(d.len() as u32)))
-                })
-            }
+            Q::Phrase(ws) => phrase_score(ws, d),
+            Q::PhraseAnd(ws, c) => match (phrase_score(ws, d), term_score(*c, d)) {
+                (Some(p), Some(t)) => Some(p + t),
+                _ => None,
+            },
         };
         if let Some(s) = s {
             out.push((i, s as f32));

@@ -21,6 +21,12 @@ pub struct PhraseScorer {
     terms: Vec<(usize, u32)>,
     /// Slots by increasing document frequency (leapfrog order).
     order: Vec<usize>,
+    /// How many of `order` the leapfrog aligns; the rest are words in so many documents
+    /// (`the` of `"the who"`) that a leapfrog step on them skips almost nothing: they are
+    /// checked by [`matches`](Scorer::matches) instead. A rarer clause around the phrase
+    /// (`+"the who" +uk`) then meets only the phrase's rarer words (as Lucene's conjunctions
+    /// take a phrase's approximation), and the common word is read for the few survivors.
+    aligned: usize,
     /// Largest offset of each slot's terms.
     slot_off: Vec<u32>,
     slop: u32,
@@ -55,6 +61,10 @@ impl PhraseScorer {
         let PhraseTerms { cursors, terms } = terms;
         let mut order: Vec<usize> = (0..cursors.len()).collect();
         order.sort_by_key(|&i| cursors[i].doc_freq());
+        let aligned = 1 + order[1..]
+            .iter()
+            .take_while(|&&i| !is_common(cursors[i].doc_freq(), cursors[i].max_doc()))
+            .count();
         // A phrase occurs at most as often as its rarest term.
         let max_freq = cursors
             .iter()
@@ -72,6 +82,7 @@ impl PhraseScorer {
             check: (0..n).collect(),
             terms,
             order,
+            aligned,
             slot_off,
             slop,
             sim,
@@ -111,7 +122,7 @@ impl PhraseScorer {
             if target == TERMINATED {
                 return TERMINATED;
             }
-            for k in 1..self.order.len() {
+            for k in 1..self.aligned {
                 let i = self.order[k];
                 let d = self.cursors[i].seek(target);
                 if d != target {
@@ -241,6 +252,12 @@ impl PhraseScorer {
     }
 }
 
+/// A word in at least a quarter of the segment's documents: left out of the phrase's leapfrog
+/// (see `PhraseScorer::aligned`).
+fn is_common(df: u32, max_doc: u32) -> bool {
+    u64::from(df) * 4 >= u64::from(max_doc)
+}
+
 impl Scorer for PhraseScorer {
     fn doc(&self) -> u32 {
         self.doc
@@ -261,6 +278,12 @@ impl Scorer for PhraseScorer {
     fn matches(&mut self) -> bool {
         if self.doc == TERMINATED {
             return false;
+        }
+        for k in self.aligned..self.order.len() {
+            let i = self.order[k];
+            if self.cursors[i].seek(self.doc) != self.doc {
+                return false;
+            }
         }
         self.freq = if self.slop == 0 {
             self.exact_freq_lazy()
