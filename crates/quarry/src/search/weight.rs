@@ -181,8 +181,7 @@ impl Weight {
                 }
                 let stats = &ctx.stats[f as usize];
                 let mut idf = 0f32;
-                for (_, t) in terms {
-                    let slot = words.iter().position(|w| *w == t.as_str()).unwrap_or(0);
+                for (&(slot, _), (_, t)) in slots.iter().zip(terms) {
                     let df = ctx.scoring_doc_freq(f, t, dfs[slot])?;
                     if df == 0 {
                         return Ok(Weight::Nothing);
