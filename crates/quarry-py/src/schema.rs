@@ -133,6 +133,7 @@ impl PySchemaBuilder {
             field_type,
             stored,
             analyzer: analyzer.to_string(),
+            pairs: true,
         });
     }
 }

@@ -46,6 +46,7 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
         field_type: FieldType::Keyword,
         stored: true,
         analyzer: "standard".into(),
+        pairs: true,
     }];
     let props = match mappings {
         None | Some(Value::Null) => None,
@@ -131,6 +132,7 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             field_type,
             stored: true,
             analyzer: "standard".into(),
+            pairs: true,
         });
     }
     Schema::new(fields).map_err(|e| mapper(e.to_string()))

@@ -25,6 +25,7 @@ pub mod error;
 mod failpoint;
 pub mod index;
 pub mod indexer;
+pub mod pairs;
 pub mod query;
 pub mod reader;
 pub mod schema;

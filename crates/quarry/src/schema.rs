@@ -58,6 +58,15 @@ pub struct FieldEntry {
     /// Analyzer name for text fields.
     #[serde(default = "standard", skip_serializing_if = "is_standard")]
     pub analyzer: String,
+    /// Text fields: also index adjacent frequent words as pair terms ([`crate::pairs`]), so
+    /// that phrases of them (`"to be or not to be"`) read short lists. `false` makes an English
+    /// index about 7 % smaller and such phrases slower; results are the same either way.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub pairs: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn yes() -> bool {
@@ -77,6 +86,10 @@ impl FieldEntry {
     }
     pub fn has_norms(&self) -> bool {
         self.field_type == FieldType::Text
+    }
+    /// Whether the field indexes pairs of frequent words ([`crate::pairs`]).
+    pub fn has_pairs(&self) -> bool {
+        self.field_type == FieldType::Text && self.pairs
     }
 }
 
@@ -242,6 +255,7 @@ impl Schema {
                     field_type,
                     stored: true,
                     analyzer: standard(),
+                    pairs: true,
                 }
             })
             .collect();
@@ -373,6 +387,7 @@ impl SchemaBuilder {
             field_type: FieldType::Text,
             stored,
             analyzer: standard(),
+            pairs: true,
         });
         self
     }
@@ -382,6 +397,7 @@ impl SchemaBuilder {
             field_type: FieldType::Keyword,
             stored: true,
             analyzer: standard(),
+            pairs: true,
         });
         self
     }
@@ -391,6 +407,7 @@ impl SchemaBuilder {
             field_type: FieldType::Integer,
             stored: true,
             analyzer: standard(),
+            pairs: true,
         });
         self
     }
@@ -400,6 +417,7 @@ impl SchemaBuilder {
             field_type: FieldType::Boolean,
             stored: true,
             analyzer: standard(),
+            pairs: true,
         });
         self
     }
@@ -409,7 +427,15 @@ impl SchemaBuilder {
             field_type: FieldType::Float,
             stored: true,
             analyzer: standard(),
+            pairs: true,
         });
+        self
+    }
+    /// Turns off the pairs of frequent words ([`FieldEntry::pairs`]) of every text field.
+    pub fn without_pairs(mut self) -> Self {
+        for f in &mut self.fields {
+            f.pairs = false;
+        }
         self
     }
     /// Panics only on programmer error (duplicate names), like a builder should; use

@@ -1,6 +1,8 @@
 //! Format compatibility: the saved format-v1 sample index (tests/fixtures/format-v1-sample, 60
 //! Reuters documents) must keep opening, checking and answering the same way; a later format
 //! version either reads it or refuses it cleanly with `TooOld`.
+mod common;
+
 use std::path::PathBuf;
 
 use quarry::{check_index, DirectoryKind, Index, SearchMode};
@@ -228,24 +230,14 @@ fn v5_sample_with_dense_blocks_opens_checks_answers_and_scrubs() {
 /// everything as v4.
 #[test]
 fn a_v3_index_appended_by_v4_reads_both_stored_codecs() {
-    let tmp = tempfile::tempdir().unwrap();
-    for e in std::fs::read_dir(v3_sample()).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
-    }
+    let (tmp, w) = append_to_copy(
+        &v3_sample(),
+        r#"{"id": 1000, "title": "new cocoa", "body": "cocoa appended by a v4 writer"}"#,
+    );
     let opts = || quarry::WriterOptions {
         threads: 1,
         ..Default::default()
     };
-    let mut w = quarry::IndexWriter::open(tmp.path(), opts()).unwrap();
-    let schema = w.schema().clone();
-    let doc = quarry::Document::from_json(
-        &schema,
-        r#"{"id": 1000, "title": "new cocoa", "body": "cocoa appended by a v4 writer"}"#,
-    )
-    .unwrap();
-    w.add_document(doc).unwrap();
-    w.commit().unwrap();
     drop(w);
     let versions = |dir: &std::path::Path| -> Vec<u32> {
         let index = Index::open(dir).unwrap();
@@ -343,4 +335,130 @@ fn v1_and_v2_samples_scrub_with_whole_file_checksums() {
         }
         index.scrub().unwrap();
     }
+}
+
+fn v6_sample() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/format-v6-sample"
+    ))
+}
+
+/// Phrases of frequent words (read from pairs where a segment has them) and others.
+const PAIR_PHRASES: [&str; 8] = [
+    "\"of the\"",
+    "\"in the\"",
+    "\"it is a\"",
+    "\"said it was\"",
+    "\"the company said\"",
+    "\"to be\"",
+    "\"the u.s.\"",
+    "\"one of the largest\"",
+];
+
+fn phrase_answers(dir: &std::path::Path, kind: DirectoryKind) -> Vec<(u64, Vec<(i64, f32)>)> {
+    let index = Index::open_with(dir, kind).unwrap();
+    let s = index.searcher();
+    let mut out = Vec::new();
+    for q in PAIR_PHRASES {
+        let q = s.parse_query(q, &["title", "body"]).unwrap();
+        for mode in [SearchMode::TopCount, SearchMode::Count, SearchMode::Top] {
+            let r = s.search(&q, 5, mode).unwrap();
+            let top = r
+                .top
+                .iter()
+                .map(|h| {
+                    (
+                        s.stored_fields(h.doc).unwrap()["id"].as_i64().unwrap(),
+                        h.score,
+                    )
+                })
+                .collect();
+            out.push((
+                if mode == SearchMode::Top {
+                    0
+                } else {
+                    r.total_hits
+                },
+                top,
+            ));
+        }
+    }
+    out
+}
+
+/// The saved format-v6 sample (tests/fixtures/format-v6-sample): the documents, segments and
+/// deletion of the v5 sample, written by a v6 build: both segments index pairs of frequent
+/// words, which hold exactly the words' adjacent positions, and phrases answer as on the v5
+/// sample, which has no pairs.
+#[test]
+fn v6_sample_with_pairs_opens_checks_and_answers_as_v5() {
+    let dir = v6_sample();
+    let want = phrase_answers(&v5_sample(), DirectoryKind::Mmap);
+    assert!(want.iter().filter(|a| a.0 > 0).count() > 10, "{want:?}");
+    for kind in DirectoryKind::ALL {
+        let report = check_index(&dir, kind).expect("the v6 sample checks clean");
+        assert_eq!((report.docs, report.live_docs), (300, 299));
+        let index = Index::open_with(&dir, kind).unwrap();
+        assert_eq!(index.commit().format_version, 6);
+        let body = index.schema().field_id("body").unwrap();
+        for seg in index.segments() {
+            assert!(seg.has_pairs(body));
+            let pairs = common::stored_pairs(seg, body);
+            assert!(pairs.contains_key("of the"));
+            assert!(pairs == common::expected_pairs(seg, body));
+        }
+        assert_eq!(phrase_answers(&dir, kind), want);
+        index.scrub().unwrap();
+    }
+}
+
+/// A v6 writer appending to the v5 sample: the old segments have no pairs and answer phrases
+/// from their words; a force-merge derives their pairs from the words' positions.
+#[test]
+fn a_v5_index_appended_and_merged_by_v6_gains_pairs() {
+    let (tmp, mut w) = append_to_copy(
+        &v5_sample(),
+        r#"{"id": 1000, "title": "zzz", "body": "zzz"}"#,
+    );
+    let index = Index::open(tmp.path()).unwrap();
+    let body = index.schema().field_id("body").unwrap();
+    let has: Vec<bool> = index.segments().iter().map(|s| s.has_pairs(body)).collect();
+    assert_eq!(has, vec![false, false, true]);
+    let want = phrase_answers(tmp.path(), DirectoryKind::Pread);
+    w.force_merge(1).unwrap();
+    drop(w);
+    let index = Index::open(tmp.path()).unwrap();
+    let seg = &index.segments()[0];
+    assert!(seg.has_pairs(body));
+    let pairs = common::stored_pairs(seg, body);
+    assert!(pairs.len() > 50, "{} pair terms", pairs.len());
+    assert!(pairs == common::expected_pairs(seg, body));
+    // The merge dropped the deleted document, which moves the statistics (and scores): the
+    // phrases' counts stay.
+    let counts = |a: &[(u64, Vec<(i64, f32)>)]| a.iter().map(|x| x.0).collect::<Vec<_>>();
+    assert_eq!(
+        counts(&phrase_answers(tmp.path(), DirectoryKind::Mmap)),
+        counts(&want)
+    );
+    check_index(tmp.path(), DirectoryKind::Pread).unwrap();
+}
+
+/// A copy of the sample index `dir` with one document (`json`) appended and committed by this
+/// build's writer (one thread), and that writer.
+fn append_to_copy(dir: &std::path::Path, json: &str) -> (tempfile::TempDir, quarry::IndexWriter) {
+    let tmp = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+    }
+    let opts = quarry::WriterOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let mut w = quarry::IndexWriter::open(tmp.path(), opts).unwrap();
+    let doc = quarry::Document::from_json(w.schema(), json).unwrap();
+    w.add_document(doc).unwrap();
+    w.commit().unwrap();
+    (tmp, w)
 }

@@ -50,6 +50,22 @@ pub struct SegmentMeta {
     pub stored_blocks: u32,
     /// Every other file of the segment by extension.
     pub files: BTreeMap<String, FileMeta>,
+    /// The pair dictionaries of frequent words (format v6; absent before, or when no field
+    /// indexes pairs). See [`crate::pairs`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<PairsMeta>,
+}
+
+/// The pairs of frequent words a segment indexes (format v6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairsMeta {
+    /// The frequent words, sorted: a pair term is two of them with a space between.
+    pub words: Vec<String>,
+    /// Per schema field, by field id: the field's pair dictionary (its FST in the terms file,
+    /// postings and positions as any term's; `norms_offset` is None: pairs are scored with the
+    /// field's norms), or None if the field indexes no pairs.
+    pub fields: Vec<Option<FieldMeta>>,
 }
 
 impl SegmentMeta {
@@ -69,6 +85,21 @@ impl SegmentMeta {
         let body = quarry_codecs::framing::body(bytes);
         let meta: SegmentMeta = serde_json::from_slice(body)
             .map_err(|e| Error::corrupt(file, format!("segment metadata: {e}")))?;
+        if let Some(p) = &meta.pairs {
+            if p.fields.len() != meta.fields.len() {
+                return Err(Error::corrupt(
+                    file,
+                    "pair dictionaries are not listed per field",
+                ));
+            }
+            let bad = |w: &String| w.is_empty() || w.as_bytes().contains(&crate::pairs::SEPARATOR);
+            if p.words.iter().any(bad) || p.words.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(Error::corrupt(
+                    file,
+                    "the frequent words of the pair dictionaries are not sorted, unique words",
+                ));
+            }
+        }
         let mut prev: Option<(u32, u64)> = None;
         for &(l, s) in &meta.seq_runs {
             if l >= meta.doc_count.max(1) || prev.is_some_and(|(pl, _)| pl >= l) {
@@ -274,6 +305,7 @@ mod tests {
                 stored_index_offset: 0,
                 stored_blocks: 0,
                 files: BTreeMap::new(),
+                pairs: None,
             };
             let want = (0..=l)
                 .find(|&d| (d..l).all(|x| meta.seq(x) > probe))

@@ -123,10 +123,7 @@ pub fn check_index(path: &Path, kind: DirectoryKind) -> Result<CheckReport> {
 
 fn check_segment(seg: &SegmentReader) -> Result<()> {
     let meta = seg.meta();
-    let post_name = SegmentMeta::file_name(&meta.name, "post");
     let meta_name = SegmentMeta::file_name(&meta.name, "meta");
-    let n = meta.doc_count;
-    let mut positions = Vec::new();
     for (f, fm) in meta.fields.iter().enumerate() {
         let f = f as u32;
         let entry = seg.schema().field(f);
@@ -140,108 +137,38 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 ),
             ));
         }
-        let (mut unique, mut sum_df, mut sum_ttf) = (0u64, 0u64, 0u64);
-        let mut docs_with_field = vec![false; n as usize];
-        if let Some(dict) = seg.terms(f)? {
-            let mut stream = dict.map().stream();
-            while let Some((term, offset)) = stream.next() {
-                let term_s = String::from_utf8_lossy(term).into_owned();
-                let (info, bytes) = seg.term_info_at(f, offset)?;
-                let mut c = seg.postings(f, &info, &bytes, entry.has_positions())?;
-                let mut df = 0u32;
-                let mut prev: Option<u32> = None;
-                let mut best = crate::codec::postings::Impact::default();
-                while c.doc() != TERMINATED {
-                    let d = c.doc();
-                    if prev.is_some_and(|p| p >= d) || d >= n {
-                        return Err(Error::corrupt(
-                            &post_name,
-                            format!("term {term_s:?}: doc {d} out of order or range"),
-                        ));
-                    }
-                    prev = Some(d);
-                    let freq = c.freq();
-                    if freq == 0 {
-                        return Err(Error::corrupt(
-                            &post_name,
-                            format!("term {term_s:?}: doc {d} has freq 0"),
-                        ));
-                    }
-                    if entry.has_positions() {
-                        c.positions(&mut positions);
-                        if positions.len() != freq as usize
-                            || positions.windows(2).any(|w| w[0] >= w[1])
-                        {
+        check_dict(seg, f, seg.terms(f)?, fm, "", norms.map(|b| &b[..]))?;
+        if let Some(pairs) = &meta.pairs {
+            let pm = pairs.fields.get(f as usize).and_then(|p| p.as_ref());
+            if let Some(pm) = pm {
+                if !entry.has_positions() {
+                    return Err(Error::corrupt(
+                        &meta_name,
+                        format!("field {:?} has pairs but no positions", entry.name),
+                    ));
+                }
+                let dict = seg.pair_terms(f)?;
+                if let Some(d) = dict {
+                    let mut stream = d.map().stream();
+                    while let Some((term, _)) = stream.next() {
+                        let ok = term.split(|&b| b == crate::pairs::SEPARATOR).count() == 2
+                            && term
+                                .split(|&b| b == crate::pairs::SEPARATOR)
+                                .all(|w| pairs.words.iter().any(|x| x.as_bytes() == w));
+                        if !ok {
                             return Err(Error::corrupt(
-                                SegmentMeta::file_name(&meta.name, "pos"),
-                                format!("term {term_s:?}: doc {d} positions inconsistent with its freq {freq}"),
-                            ));
-                        }
-                        let len = norms
-                            .and_then(|nm| nm.get(d as usize))
-                            .map(|&b| crate::codec::norms::norm_to_length(b))
-                            .unwrap_or(0);
-                        if len == 0 {
-                            return Err(Error::corrupt(
-                                SegmentMeta::file_name(&meta.name, "norms"),
-                                format!("doc {d} has terms but norm 0"),
+                                SegmentMeta::file_name(&meta.name, "terms"),
+                                format!(
+                                    "field {:?}: pair term {:?} is not two of the segment's frequent words",
+                                    entry.name,
+                                    String::from_utf8_lossy(term)
+                                ),
                             ));
                         }
                     }
-                    let norm = norms
-                        .and_then(|nm| nm.get(d as usize).copied())
-                        .unwrap_or(1);
-                    best.merge(freq, norm);
-                    match c.shallow_block(d) {
-                        Some((last, imp)) if last >= d && imp.covers(freq, norm) => {}
-                        _ => return Err(Error::corrupt(&post_name, format!("term {term_s:?}: the skip entry of doc {d} does not bound its impact"))),
-                    }
-                    docs_with_field[d as usize] = true;
-                    df += 1;
-                    sum_ttf += u64::from(freq);
-                    c.next();
                 }
-                if let Some(why) = c.is_corrupt() {
-                    return Err(Error::corrupt(
-                        &post_name,
-                        format!("term {term_s:?}: {why}"),
-                    ));
-                }
-                if best != info.impact {
-                    return Err(Error::corrupt(
-                        &post_name,
-                        format!(
-                            "term {term_s:?}: term impact {:?} differs from the postings' {best:?}",
-                            info.impact
-                        ),
-                    ));
-                }
-                if df != info.doc_freq {
-                    return Err(Error::corrupt(
-                        &post_name,
-                        format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq),
-                    ));
-                }
-                unique += 1;
-                sum_df += u64::from(df);
+                check_dict(seg, f, dict, pm, "pairs of ", norms.map(|b| &b[..]))?;
             }
-        }
-        let with_field = docs_with_field.iter().filter(|&&b| b).count() as u32;
-        if (unique, sum_df, sum_ttf, with_field)
-            != (
-                fm.unique_terms,
-                fm.sum_doc_freq,
-                fm.sum_total_term_freq,
-                fm.doc_count,
-            )
-        {
-            return Err(Error::corrupt(
-                &meta_name,
-                format!(
-                    "field {:?}: statistics (terms {unique}, sumDocFreq {sum_df}, sumTotalTermFreq {sum_ttf}, docCount {with_field}) differ from the postings",
-                    entry.name
-                ),
-            ));
         }
     }
     let store_name = SegmentMeta::file_name(&meta.name, "store");
@@ -250,5 +177,135 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
             .map(drop)
             .in_file(&store_name)
     })?;
+    Ok(())
+}
+
+/// Walks one dictionary of field `f` (its terms, or its pairs: `what` is then `"pairs of "`):
+/// every term's postings in order and in range, positions consistent with freqs, impacts
+/// bounded by the skip entries, and the statistics of `fm` equal to what the postings hold.
+fn check_dict(
+    seg: &SegmentReader,
+    f: u32,
+    dict: Option<&crate::codec::terms::TermsReader>,
+    fm: &crate::codec::meta::FieldMeta,
+    what: &str,
+    norms: Option<&[u8]>,
+) -> Result<()> {
+    let meta = seg.meta();
+    let post_name = SegmentMeta::file_name(&meta.name, "post");
+    let meta_name = SegmentMeta::file_name(&meta.name, "meta");
+    let n = meta.doc_count;
+    let entry = seg.schema().field(f);
+    let mut positions = Vec::new();
+    let (mut unique, mut sum_df, mut sum_ttf) = (0u64, 0u64, 0u64);
+    let mut docs_with_field = vec![false; n as usize];
+    if let Some(dict) = dict {
+        let mut stream = dict.map().stream();
+        while let Some((term, offset)) = stream.next() {
+            let term_s = String::from_utf8_lossy(term).into_owned();
+            let (info, bytes) = seg.term_info_at(f, offset)?;
+            let mut c = seg.postings(f, &info, &bytes, entry.has_positions())?;
+            let mut df = 0u32;
+            let mut prev: Option<u32> = None;
+            let mut best = crate::codec::postings::Impact::default();
+            while c.doc() != TERMINATED {
+                let d = c.doc();
+                if prev.is_some_and(|p| p >= d) || d >= n {
+                    return Err(Error::corrupt(
+                        &post_name,
+                        format!("term {term_s:?}: doc {d} out of order or range"),
+                    ));
+                }
+                prev = Some(d);
+                let freq = c.freq();
+                if freq == 0 {
+                    return Err(Error::corrupt(
+                        &post_name,
+                        format!("term {term_s:?}: doc {d} has freq 0"),
+                    ));
+                }
+                if entry.has_positions() {
+                    c.positions(&mut positions);
+                    if positions.len() != freq as usize
+                        || positions.windows(2).any(|w| w[0] >= w[1])
+                    {
+                        return Err(Error::corrupt(
+                            SegmentMeta::file_name(&meta.name, "pos"),
+                            format!("term {term_s:?}: doc {d} positions inconsistent with its freq {freq}"),
+                        ));
+                    }
+                    let len = norms
+                        .and_then(|nm| nm.get(d as usize))
+                        .map(|&b| crate::codec::norms::norm_to_length(b))
+                        .unwrap_or(0);
+                    if len == 0 {
+                        return Err(Error::corrupt(
+                            SegmentMeta::file_name(&meta.name, "norms"),
+                            format!("doc {d} has terms but norm 0"),
+                        ));
+                    }
+                }
+                let norm = norms
+                    .and_then(|nm| nm.get(d as usize).copied())
+                    .unwrap_or(1);
+                best.merge(freq, norm);
+                match c.shallow_block(d) {
+                    Some((last, imp)) if last >= d && imp.covers(freq, norm) => {}
+                    _ => {
+                        return Err(Error::corrupt(
+                            &post_name,
+                            format!(
+                            "term {term_s:?}: the skip entry of doc {d} does not bound its impact"
+                        ),
+                        ))
+                    }
+                }
+                docs_with_field[d as usize] = true;
+                df += 1;
+                sum_ttf += u64::from(freq);
+                c.next();
+            }
+            if let Some(why) = c.is_corrupt() {
+                return Err(Error::corrupt(
+                    &post_name,
+                    format!("term {term_s:?}: {why}"),
+                ));
+            }
+            if best != info.impact {
+                return Err(Error::corrupt(
+                    &post_name,
+                    format!(
+                        "term {term_s:?}: term impact {:?} differs from the postings' {best:?}",
+                        info.impact
+                    ),
+                ));
+            }
+            if df != info.doc_freq {
+                return Err(Error::corrupt(
+                    &post_name,
+                    format!("term {term_s:?}: {df} docs, header says {}", info.doc_freq),
+                ));
+            }
+            unique += 1;
+            sum_df += u64::from(df);
+        }
+    }
+    let with_field = docs_with_field.iter().filter(|&&b| b).count() as u32;
+    if (unique, sum_df, sum_ttf, with_field)
+        != (
+            fm.unique_terms,
+            fm.sum_doc_freq,
+            fm.sum_total_term_freq,
+            fm.doc_count,
+        )
+    {
+        return Err(Error::corrupt(
+            &meta_name,
+            format!(
+                "{what}field {:?}: statistics (terms {unique}, sumDocFreq {sum_df}, sumTotalTermFreq {sum_ttf}, docCount {with_field}) differ from the postings",
+                entry.name
+            ),
+        ));
+    }
     Ok(())
 }

@@ -7,7 +7,7 @@ use quarry_store::{Bytes, Directory, FileHandle};
 use serde_json::{Map, Value};
 
 use crate::codec::format::{self, SEGMENT_FILES};
-use crate::codec::meta::SegmentMeta;
+use crate::codec::meta::{FieldMeta, SegmentMeta};
 use crate::codec::postings::{PostingsCursor, TermInfo, MAX_HEADER_LEN};
 use crate::codec::stored::{decode_block, decode_doc, doc_in_block, StoredIndex};
 use crate::codec::terms::TermsReader;
@@ -196,7 +196,7 @@ impl SegmentReader {
             post_view,
             pos_view,
             terms_view,
-            terms: (0..n).map(|_| OnceLock::new()).collect(),
+            terms: (0..2 * n).map(|_| OnceLock::new()).collect(),
             norms: (0..n).map(|_| OnceLock::new()).collect(),
             stored_index: OnceLock::new(),
             seq_floors: OnceLock::new(),
@@ -220,11 +220,57 @@ impl SegmentReader {
     /// verified (for walks over many terms: prefix queries, merges, `check`). Exact lookups use
     /// [`SegmentReader::term_info`], which checks only the chunks on the term's path.
     pub fn terms(&self, field: u32) -> Result<Option<&TermsReader>> {
-        let Some(d) = self.dict(field)? else {
+        self.whole_dict(field)
+    }
+
+    /// Whether this segment indexes `field`'s pairs of frequent words with this build's list
+    /// ([`crate::pairs`]): then a phrase may read [`pair_info`](Self::pair_info) entries, and a
+    /// pair that is not there does not occur.
+    pub fn has_pairs(&self, field: u32) -> bool {
+        self.meta.pairs.as_ref().is_some_and(|p| {
+            crate::pairs::is_current(&p.words)
+                && p.fields.get(field as usize).is_some_and(|f| f.is_some())
+        })
+    }
+
+    /// The pair dictionary of `field`, every byte verified (merges, `check`); None if the
+    /// segment has no pairs of that field.
+    pub fn pair_terms(&self, field: u32) -> Result<Option<&TermsReader>> {
+        self.whole_dict(self.pair_dict(field)?)
+    }
+
+    /// The postings entry of the pair term `pair` ([`crate::pairs::pair_term`]) of `field`;
+    /// its cursors are opened with `field`, as the field's own terms.
+    pub fn pair_info(&self, field: u32, pair: &[u8]) -> Result<Option<(TermInfo, Bytes)>> {
+        self.term_info(self.pair_dict(field)?, pair)
+    }
+
+    /// The dictionary id of `field`'s pairs: dictionaries `0..n` are the fields', `n..2n` their
+    /// pairs'.
+    fn pair_dict(&self, field: u32) -> Result<u32> {
+        let n = self.meta.fields.len() as u32;
+        if field >= n {
+            return Err(Error::InvalidArgument(format!("field id {field}")));
+        }
+        Ok(n + field)
+    }
+
+    /// The metadata of dictionary `dict` (see [`pair_dict`](Self::pair_dict)); None for a
+    /// field without pairs.
+    fn dict_meta(&self, dict: u32) -> Option<&FieldMeta> {
+        let n = self.meta.fields.len();
+        match (dict as usize).checked_sub(n) {
+            None => self.meta.fields.get(dict as usize),
+            Some(f) => self.meta.pairs.as_ref()?.fields.get(f)?.as_ref(),
+        }
+    }
+
+    fn whole_dict(&self, dict: u32) -> Result<Option<&TermsReader>> {
+        let Some(d) = self.dict(dict)? else {
             return Ok(None);
         };
         if d.lazy && d.whole.get().is_none() {
-            let fm = &self.meta.fields[field as usize];
+            let fm = self.dict_meta(dict).expect("a dictionary has a meta");
             self.files
                 .terms
                 .verify(fm.fst_offset, fm.fst_offset + fm.fst_len)?;
@@ -237,15 +283,18 @@ impl SegmentReader {
     /// checksums (v3) it is opened in place checking only the FST's header and trailer: lookups
     /// verify the nodes they visit. Otherwise it is read whole and checked: by its chunks (v3,
     /// pread and direct modes) or by the FST checksum of the segment meta (v1, v2).
-    fn dict(&self, field: u32) -> Result<Option<&Dict>> {
+    fn dict(&self, dict: u32) -> Result<Option<&Dict>> {
         let slot = self
             .terms
-            .get(field as usize)
-            .ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+            .get(dict as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("field id {dict}")))?;
         if let Some(t) = slot.get() {
             return Ok(t.as_ref());
         }
-        let fm = &self.meta.fields[field as usize];
+        let Some(fm) = self.dict_meta(dict) else {
+            return Ok(slot.get_or_init(|| None).as_ref());
+        };
+        let field = dict % self.meta.fields.len() as u32;
         let file = &self.files.terms;
         let name = file.name();
         let dict = if fm.unique_terms == 0 {
@@ -297,13 +346,14 @@ impl SegmentReader {
         Ok(slot.get_or_init(|| dict).as_ref())
     }
 
-    /// The postings entry of `field:term`, if the term occurs in this segment.
+    /// The postings entry of `field:term`, if the term occurs in this segment (`field` may
+    /// also be a pair dictionary's id, from [`pair_info`](Self::pair_info)).
     pub fn term_info(&self, field: u32, term: &[u8]) -> Result<Option<(TermInfo, Bytes)>> {
         let Some(d) = self.dict(field)? else {
             return Ok(None);
         };
         let offset = if d.lazy && d.whole.get().is_none() {
-            let fm = &self.meta.fields[field as usize];
+            let fm = self.dict_meta(field).expect("a dictionary has a meta");
             let (base, file) = (fm.fst_offset, &self.files.terms);
             if d.lookups.fetch_add(1, Ordering::Relaxed) + 1 == WHOLE_AFTER_LOOKUPS {
                 file.verify(base, base + fm.fst_len)?;
@@ -331,7 +381,8 @@ impl SegmentReader {
         let Some(offset) = offset else {
             return Ok(None);
         };
-        self.term_info_at(field, offset).map(Some)
+        self.term_info_at(field % self.meta.fields.len() as u32, offset)
+            .map(Some)
     }
 
     /// Parses the postings entry at `offset`; returns it with the bytes its offsets refer to

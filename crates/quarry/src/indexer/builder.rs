@@ -1,6 +1,6 @@
 //! The in-memory segment of one indexing thread: one hash lookup per token straight into the
 //! term's postings streams, delta-coded varints in a shared byte arena.
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use quarry_store::Directory;
 
@@ -29,6 +29,69 @@ struct FieldBuilder {
     long: Vec<u8>,
     /// Next position in the current document.
     position: u32,
+    /// Text fields with [`crate::pairs`]: the pair terms of the field, as a field of their own.
+    pairs: Option<Box<FieldBuilder>>,
+    /// The last frequent word of the current document and its position.
+    prev_word: Option<(u8, u32)>,
+}
+
+/// The frequent words of [`crate::pairs`] as probes, and the probe of each pair: telling a
+/// frequent word and finding its pair costs no hashing beyond the token's own.
+struct PairProbes {
+    /// Open addressing on the probe's hash: `(probe key, word index + 1)`; 0 is empty.
+    table: Vec<(u128, u8)>,
+    /// `pairs[a * WORDS.len() + b]`: the probe of the pair term `a b`.
+    pairs: Vec<Probe>,
+}
+
+const PAIR_TABLE: usize = 256;
+
+impl PairProbes {
+    fn get() -> &'static PairProbes {
+        static P: OnceLock<PairProbes> = OnceLock::new();
+        P.get_or_init(|| {
+            let words = crate::pairs::WORDS;
+            let mut table = vec![(0u128, 0u8); PAIR_TABLE];
+            for (i, w) in words.iter().enumerate() {
+                let p = Probe::new(w.as_bytes());
+                let mut at = p.hash() as usize % PAIR_TABLE;
+                while table[at].1 != 0 {
+                    at = (at + 1) % PAIR_TABLE;
+                }
+                table[at] = (p.key(), i as u8 + 1);
+            }
+            let pairs = words
+                .iter()
+                .flat_map(|a| words.iter().map(move |b| (a, b)))
+                .map(|(a, b)| Probe::new(crate::pairs::pair_term(a, b).as_bytes()))
+                .collect();
+            PairProbes { table, pairs }
+        })
+    }
+
+    /// The index of `probe`'s word in the list, if it is a frequent word.
+    #[inline]
+    fn word(&self, probe: &Probe) -> Option<u8> {
+        if probe.is_long() {
+            return None;
+        }
+        let mut at = probe.hash() as usize % PAIR_TABLE;
+        loop {
+            let (key, w) = self.table[at];
+            if w == 0 {
+                return None;
+            }
+            if key == probe.key() {
+                return Some(w - 1);
+            }
+            at = (at + 1) % PAIR_TABLE;
+        }
+    }
+
+    #[inline]
+    fn pair(&self, a: u8, b: u8) -> &Probe {
+        &self.pairs[a as usize * crate::pairs::WORDS.len() + b as usize]
+    }
 }
 
 /// Accumulates documents until flushed into an immutable segment.
@@ -64,7 +127,14 @@ impl SegmentBuilder {
             schema: schema.clone(),
             analyzers: (0..n as u32).map(|f| schema.analyzer(f).cloned()).collect(),
             arena: ByteArena::new(),
-            fields: (0..n).map(|_| FieldBuilder::default()).collect(),
+            fields: schema
+                .fields()
+                .iter()
+                .map(|e| FieldBuilder {
+                    pairs: e.has_pairs().then(Default::default),
+                    ..Default::default()
+                })
+                .collect(),
             norms: vec![Vec::new(); n],
             stored: StoredWriter::new(format::begin(format::KIND_STORED)),
             doc_count: 0,
@@ -94,7 +164,13 @@ impl SegmentBuilder {
         let fields: usize = self
             .fields
             .iter()
-            .map(|f| f.terms.mem_bytes() + f.touched.capacity() * 4)
+            .map(|f| {
+                f.terms.mem_bytes()
+                    + f.touched.capacity() * 4
+                    + f.pairs
+                        .as_ref()
+                        .map_or(0, |p| p.terms.mem_bytes() + p.touched.capacity() * 4)
+            })
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
         self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes()
@@ -142,19 +218,13 @@ impl SegmentBuilder {
             if fb.touched.is_empty() && len == 0 {
                 continue;
             }
-            fb.doc_count += 1;
-            for &t in &fb.touched {
-                let st = fb.terms.state_mut(t);
-                let delta = d - st.written_doc;
-                st.written_doc = d;
-                if st.freq == 1 {
-                    self.arena.push_u32(&mut st.docs, delta << 1 | 1);
-                } else {
-                    self.arena.push_u32(&mut st.docs, delta << 1);
-                    self.arena.push_u32(&mut st.docs, st.freq);
+            fb.end_doc(&mut self.arena, d);
+            if let Some(pb) = fb.pairs.as_deref_mut() {
+                if !pb.touched.is_empty() {
+                    pb.end_doc(&mut self.arena, d);
                 }
+                fb.prev_word = None;
             }
-            fb.touched.clear();
             fb.position = 0;
             if self.schema.fields()[f].has_norms() {
                 let norms = &mut self.norms[f];
@@ -190,8 +260,7 @@ impl SegmentBuilder {
         }
         let (dir, name) = (&*self.dir, self.name.as_str());
         let mut w = SegmentFileWriter::new(&self.schema, dir, name)?;
-        let (mut docs, mut freqs, mut positions) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bytes = Vec::new();
+        let mut bufs = TermBufs::default();
         let mut norms_all = self.norms;
         for (f, fb) in self.fields.iter().enumerate() {
             let entry = &self.schema.fields()[f];
@@ -204,39 +273,13 @@ impl SegmentBuilder {
                 w.set_norms(f as u32, n);
             }
             w.begin_field(f as u32);
-            for (term, id) in fb.terms.sorted() {
-                let st = fb.terms.state(id);
-                bytes.clear();
-                self.arena.read(&st.docs, &mut bytes);
-                docs.clear();
-                freqs.clear();
-                let mut doc = 0u32;
-                let mut it = Varints::new(&bytes);
-                while let Some(v) = it.next() {
-                    doc += v >> 1;
-                    docs.push(doc);
-                    freqs.push(if v & 1 == 1 {
-                        1
-                    } else {
-                        it.next().unwrap_or(1)
-                    });
-                }
-                positions.clear();
-                if entry.has_positions() {
-                    bytes.clear();
-                    self.arena.read(&st.positions, &mut bytes);
-                    let mut it = Varints::new(&bytes);
-                    for &f in &freqs {
-                        let mut p = 0u32;
-                        for _ in 0..f {
-                            p += it.next().unwrap_or(0);
-                            positions.push(p);
-                        }
-                    }
-                }
-                w.add_term(term, &docs, &freqs, &positions, norms)?;
-            }
+            fb.write_terms(&self.arena, &mut w, entry.has_positions(), norms, &mut bufs)?;
             w.end_field(fb.doc_count)?;
+            if let Some(pb) = fb.pairs.as_deref() {
+                w.begin_pairs(f as u32);
+                pb.write_terms(&self.arena, &mut w, true, norms, &mut bufs)?;
+                w.end_field(pb.doc_count)?;
+            }
         }
         w.finish(
             dir,
@@ -249,7 +292,78 @@ impl SegmentBuilder {
     }
 }
 
+/// Scratch space for writing out terms.
+#[derive(Default)]
+struct TermBufs {
+    docs: Vec<u32>,
+    freqs: Vec<u32>,
+    positions: Vec<u32>,
+    bytes: Vec<u8>,
+}
+
 impl FieldBuilder {
+    /// Ends document `doc` for the terms it touched: writes each one's doc delta and freq.
+    fn end_doc(&mut self, arena: &mut ByteArena, doc: u32) {
+        self.doc_count += 1;
+        for &t in &self.touched {
+            let st = self.terms.state_mut(t);
+            let delta = doc - st.written_doc;
+            st.written_doc = doc;
+            if st.freq == 1 {
+                arena.push_u32(&mut st.docs, delta << 1 | 1);
+            } else {
+                arena.push_u32(&mut st.docs, delta << 1);
+                arena.push_u32(&mut st.docs, st.freq);
+            }
+        }
+        self.touched.clear();
+    }
+
+    /// Writes the terms in byte order with their postings (and positions) to `w`'s current
+    /// dictionary.
+    fn write_terms(
+        &self,
+        arena: &ByteArena,
+        w: &mut SegmentFileWriter,
+        with_positions: bool,
+        norms: Option<&[u8]>,
+        b: &mut TermBufs,
+    ) -> Result<()> {
+        for (term, id) in self.terms.sorted() {
+            let st = self.terms.state(id);
+            b.bytes.clear();
+            arena.read(&st.docs, &mut b.bytes);
+            b.docs.clear();
+            b.freqs.clear();
+            let mut doc = 0u32;
+            let mut it = Varints::new(&b.bytes);
+            while let Some(v) = it.next() {
+                doc += v >> 1;
+                b.docs.push(doc);
+                b.freqs.push(if v & 1 == 1 {
+                    1
+                } else {
+                    it.next().unwrap_or(1)
+                });
+            }
+            b.positions.clear();
+            if with_positions {
+                b.bytes.clear();
+                arena.read(&st.positions, &mut b.bytes);
+                let mut it = Varints::new(&b.bytes);
+                for &f in &b.freqs {
+                    let mut p = 0u32;
+                    for _ in 0..f {
+                        p += it.next().unwrap_or(0);
+                        b.positions.push(p);
+                    }
+                }
+            }
+            w.add_term(term, &b.docs, &b.freqs, &b.positions, norms)?;
+        }
+        Ok(())
+    }
+
     /// Queues a token of a text: its slot in the term table is fetched from memory while the rest
     /// of the text is tokenized.
     #[inline]
@@ -270,6 +384,7 @@ impl FieldBuilder {
         let pending = std::mem::take(&mut self.pending);
         let long = std::mem::take(&mut self.long);
         let mut at = 0;
+        let pair_probes = self.pairs.is_some().then(PairProbes::get);
         for (i, probe) in pending.iter().enumerate() {
             if let Some(next) = pending.get(i + AHEAD) {
                 self.terms.prefetch_state(next);
@@ -281,7 +396,19 @@ impl FieldBuilder {
             } else {
                 &[]
             };
+            let pos = self.position;
             self.add_probe(arena, doc, probe, key, true);
+            if let (Some(pb), Some(probes)) = (self.pairs.as_deref_mut(), pair_probes) {
+                if let Some(w) = probes.word(probe) {
+                    if let Some((prev, prev_pos)) = self.prev_word {
+                        if prev_pos + 1 == pos {
+                            pb.position = prev_pos;
+                            pb.add_probe(arena, doc, probes.pair(prev, w), &[], true);
+                        }
+                    }
+                    self.prev_word = Some((w, pos));
+                }
+            }
         }
         self.pending = pending;
         self.pending.clear();

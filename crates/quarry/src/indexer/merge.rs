@@ -12,6 +12,7 @@ use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::SegmentMeta;
 use crate::codec::postings::TERMINATED;
 use crate::codec::stored::StoredWriter;
+use crate::codec::terms::TermsReader;
 use crate::index::SegmentReader;
 use crate::schema::Schema;
 use crate::{Error, Result};
@@ -85,10 +86,8 @@ pub(crate) fn merge_with_maps(
             }
         }
     }
-    let any_deletes = (0..segments.len()).any(|i| live_of(i).is_some());
     let mut w = SegmentFileWriter::new(schema, dir, name)?;
-    let (mut docs, mut freqs, mut positions, mut pbuf) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut bufs = Bufs::default();
     for (f, entry) in schema.fields().iter().enumerate() {
         let f = f as u32;
         let mut norms = Vec::new();
@@ -113,75 +112,28 @@ pub(crate) fn merge_with_maps(
         }
         w.begin_field(f);
         let mut dicts = Vec::new();
-        let mut owners = Vec::new();
         for (i, s) in segments.iter().enumerate() {
             if let Some(d) = s.terms(f)? {
-                dicts.push(d);
-                owners.push(i);
+                dicts.push((i, d));
             }
         }
-        let mut op = fst::map::OpBuilder::new();
-        for d in &dicts {
-            op = op.add(d.map().stream());
-        }
-        let mut union = op.union().into_stream();
-        // With deletions the field's document count is recounted over the live documents.
-        let mut with_field = if any_deletes {
-            vec![0u64; (total as usize).div_ceil(64)]
-        } else {
-            Vec::new()
-        };
-        while let Some((term, values)) = union.next() {
-            docs.clear();
-            freqs.clear();
-            positions.clear();
-            let mut vals: Vec<_> = values.to_vec();
-            vals.sort_by_key(|v| v.index);
-            for v in vals {
-                let si = owners[v.index];
-                let seg = &segments[si];
-                let (info, bytes) = seg.term_info_at(f, v.value)?;
-                let mut c = seg.postings(f, &info, &bytes, entry.has_positions())?;
-                let map = &maps[si];
-                while c.doc() != TERMINATED {
-                    let d = map.get(c.doc());
-                    if d != NONE {
-                        docs.push(d);
-                        freqs.push(c.freq());
-                        if entry.has_positions() {
-                            c.positions(&mut pbuf);
-                            positions.extend_from_slice(&pbuf);
-                        }
-                        if any_deletes {
-                            with_field[(d / 64) as usize] |= 1 << (d % 64);
-                        }
-                    }
-                    c.next();
-                }
-                if let Some(why) = c.is_corrupt() {
-                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
-                }
-            }
-            if docs.is_empty() {
-                continue;
-            }
-            w.add_term(
-                term,
-                &docs,
-                &freqs,
-                &positions,
-                entry.has_norms().then_some(&norms[..]),
-            )?;
-        }
-        let doc_count: u32 = if any_deletes {
-            with_field.iter().map(|w| w.count_ones()).sum()
-        } else {
-            segments
+        let norms = entry.has_norms().then_some(&norms[..]);
+        let live_docs = merge_terms(&mut w, segments, &maps, f, &dicts, norms, &mut bufs)?;
+        let doc_count: u32 = match live_docs {
+            Some(n) => n,
+            None => segments
                 .iter()
                 .map(|s| s.meta().fields[f as usize].doc_count)
-                .sum()
+                .sum(),
         };
         w.end_field(doc_count)?;
+        // The pairs of frequent words; a source written without them (or with another list)
+        // has its pairs derived from its words' positions, so a merge upgrades it.
+        if entry.has_pairs() {
+            w.begin_pairs(f);
+            let doc_count = merge_pairs(&mut w, segments, &maps, f, norms, &mut bufs)?;
+            w.end_field(doc_count)?;
+        }
     }
     // Stored blocks are written out as they fill, not held for the whole merged segment.
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
@@ -222,4 +174,251 @@ pub(crate) fn merge_with_maps(
     }
     let meta = w.finish(dir, name, total, runs, stored, Some(stored_file))?;
     Ok((meta, maps))
+}
+
+/// Scratch space of [`merge_terms`].
+#[derive(Default)]
+struct Bufs {
+    docs: Vec<u32>,
+    freqs: Vec<u32>,
+    positions: Vec<u32>,
+    pbuf: Vec<u32>,
+}
+
+/// Writes the union of the dictionaries `dicts` (`(segment, dictionary)`, in segment order;
+/// a field's terms or its pairs) to `w`'s current dictionary, each term's postings
+/// concatenated through the doc maps. With deletions, returns how many merged documents hold
+/// a term (the field's recounted document count); None without.
+fn merge_terms(
+    w: &mut SegmentFileWriter,
+    segments: &[Arc<SegmentReader>],
+    maps: &[DocMap],
+    f: u32,
+    dicts: &[(usize, &TermsReader)],
+    norms: Option<&[u8]>,
+    b: &mut Bufs,
+) -> Result<Option<u32>> {
+    let has_positions = segments
+        .first()
+        .is_some_and(|s| s.schema().field(f).has_positions());
+    let any_deletes = maps.iter().any(|m| matches!(m, DocMap::Map(_)));
+    let total = maps
+        .iter()
+        .zip(segments)
+        .map(|(m, s)| match m {
+            DocMap::Shift(_) => s.doc_count(),
+            DocMap::Map(m) => m.iter().filter(|&&d| d != NONE).count() as u32,
+        })
+        .sum::<u32>();
+    let mut op = fst::map::OpBuilder::new();
+    for (_, d) in dicts {
+        op = op.add(d.map().stream());
+    }
+    let mut union = op.union().into_stream();
+    // With deletions the field's document count is recounted over the live documents.
+    let mut with_field = if any_deletes {
+        vec![0u64; (total as usize).div_ceil(64)]
+    } else {
+        Vec::new()
+    };
+    while let Some((term, values)) = union.next() {
+        b.docs.clear();
+        b.freqs.clear();
+        b.positions.clear();
+        let mut vals: Vec<_> = values.to_vec();
+        vals.sort_by_key(|v| v.index);
+        for v in vals {
+            let si = dicts[v.index].0;
+            let seg = &segments[si];
+            let (info, bytes) = seg.term_info_at(f, v.value)?;
+            let mut c = seg.postings(f, &info, &bytes, has_positions)?;
+            let map = &maps[si];
+            while c.doc() != TERMINATED {
+                let d = map.get(c.doc());
+                if d != NONE {
+                    b.docs.push(d);
+                    b.freqs.push(c.freq());
+                    if has_positions {
+                        c.positions(&mut b.pbuf);
+                        b.positions.extend_from_slice(&b.pbuf);
+                    }
+                    if any_deletes {
+                        with_field[(d / 64) as usize] |= 1 << (d % 64);
+                    }
+                }
+                c.next();
+            }
+            if let Some(why) = c.is_corrupt() {
+                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            }
+        }
+        if b.docs.is_empty() {
+            continue;
+        }
+        w.add_term(term, &b.docs, &b.freqs, &b.positions, norms)?;
+    }
+    Ok(any_deletes.then(|| with_field.iter().map(|w| w.count_ones()).sum()))
+}
+
+/// One pair term's postings: documents, freqs and positions, as a dictionary would give them.
+#[derive(Default)]
+pub(crate) struct PairPostings {
+    pub docs: Vec<u32>,
+    pub freqs: Vec<u32>,
+    pub positions: Vec<u32>,
+}
+
+/// The pairs of frequent words ([`crate::pairs`]) of `field` in `seg`, derived from the
+/// positions of the words: one pass over the frequent words' postings, in document order.
+/// For segments written without pairs; the builder indexes the same pairs as it tokenizes
+/// (a test compares the two).
+pub(crate) fn derive_pairs(
+    seg: &SegmentReader,
+    f: u32,
+) -> Result<std::collections::BTreeMap<String, PairPostings>> {
+    let words = crate::pairs::WORDS;
+    let mut cursors = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if let Some((info, bytes)) = seg.term_info(f, w.as_bytes())? {
+            cursors.push((i, seg.postings(f, &info, &bytes, true)?));
+        }
+    }
+    let mut by_pair: Vec<PairPostings> = (0..words.len() * words.len())
+        .map(|_| PairPostings::default())
+        .collect();
+    let (mut at, mut pbuf) = (Vec::<(u32, usize)>::new(), Vec::new());
+    loop {
+        let doc = cursors
+            .iter()
+            .map(|(_, c)| c.doc())
+            .min()
+            .unwrap_or(TERMINATED);
+        if doc == TERMINATED {
+            break;
+        }
+        at.clear();
+        for (i, c) in cursors.iter_mut() {
+            if c.doc() == doc {
+                c.positions(&mut pbuf);
+                at.extend(pbuf.iter().map(|&p| (p, *i)));
+                c.next();
+            }
+        }
+        at.sort_unstable();
+        for k in 1..at.len() {
+            let ((p0, a), (p1, b)) = (at[k - 1], at[k]);
+            if p1 == p0 + 1 {
+                let pp = &mut by_pair[a * words.len() + b];
+                if pp.docs.last() != Some(&doc) {
+                    pp.docs.push(doc);
+                    pp.freqs.push(0);
+                }
+                *pp.freqs.last_mut().expect("pushed") += 1;
+                pp.positions.push(p0);
+            }
+        }
+    }
+    for (_, c) in &cursors {
+        if let Some(why) = c.is_corrupt() {
+            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (k, pp) in by_pair.into_iter().enumerate() {
+        if !pp.docs.is_empty() {
+            let (a, b) = (words[k / words.len()], words[k % words.len()]);
+            out.insert(crate::pairs::pair_term(a, b), pp);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the pair dictionary of field `f` of the merged segment: every source's pairs (read
+/// from its pair dictionary, or derived from its words), through the doc maps. Returns the
+/// number of merged documents holding a pair.
+fn merge_pairs(
+    w: &mut SegmentFileWriter,
+    segments: &[Arc<SegmentReader>],
+    maps: &[DocMap],
+    f: u32,
+    norms: Option<&[u8]>,
+    b: &mut Bufs,
+) -> Result<u32> {
+    // Per source: None (read its dictionary) or its derived pairs.
+    let mut derived = Vec::with_capacity(segments.len());
+    let mut terms = std::collections::BTreeSet::new();
+    for s in segments {
+        if s.has_pairs(f) {
+            if let Some(d) = s.pair_terms(f)? {
+                let mut stream = d.map().stream();
+                while let Some((t, _)) = stream.next() {
+                    terms.insert(t.to_vec());
+                }
+            }
+            derived.push(None);
+        } else {
+            let d = derive_pairs(s, f)?;
+            terms.extend(d.keys().map(|k| k.as_bytes().to_vec()));
+            derived.push(Some(d));
+        }
+    }
+    let total: usize = maps
+        .iter()
+        .zip(segments)
+        .map(|(m, s)| match m {
+            DocMap::Shift(_) => s.doc_count() as usize,
+            DocMap::Map(m) => m.len(),
+        })
+        .sum();
+    let mut with_pairs = vec![0u64; total.div_ceil(64)];
+    for term in &terms {
+        b.docs.clear();
+        b.freqs.clear();
+        b.positions.clear();
+        for (si, seg) in segments.iter().enumerate() {
+            let map = &maps[si];
+            let mut keep = |d: u32, freq: u32, pos: &[u32], b: &mut Bufs| {
+                let d = map.get(d);
+                if d != NONE {
+                    b.docs.push(d);
+                    b.freqs.push(freq);
+                    b.positions.extend_from_slice(pos);
+                    with_pairs[(d / 64) as usize] |= 1 << (d % 64);
+                }
+            };
+            match &derived[si] {
+                Some(d) => {
+                    let Some(pp) = std::str::from_utf8(term).ok().and_then(|t| d.get(t)) else {
+                        continue;
+                    };
+                    let mut at = 0usize;
+                    for (&doc, &freq) in pp.docs.iter().zip(&pp.freqs) {
+                        let end = at + freq as usize;
+                        keep(doc, freq, &pp.positions[at..end], b);
+                        at = end;
+                    }
+                }
+                None => {
+                    let Some((info, bytes)) = seg.pair_info(f, term)? else {
+                        continue;
+                    };
+                    let mut c = seg.postings(f, &info, &bytes, true)?;
+                    let mut pbuf = std::mem::take(&mut b.pbuf);
+                    while c.doc() != TERMINATED {
+                        c.positions(&mut pbuf);
+                        keep(c.doc(), c.freq(), &pbuf, b);
+                        c.next();
+                    }
+                    b.pbuf = pbuf;
+                    if let Some(why) = c.is_corrupt() {
+                        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    }
+                }
+            }
+        }
+        if !b.docs.is_empty() {
+            w.add_term(term, &b.docs, &b.freqs, &b.positions, norms)?;
+        }
+    }
+    Ok(with_pairs.iter().map(|w| w.count_ones()).sum())
 }

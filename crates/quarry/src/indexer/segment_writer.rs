@@ -6,7 +6,7 @@ use std::io::Write;
 use quarry_store::Directory;
 
 use crate::codec::format::{self, SEGMENT_FILES};
-use crate::codec::meta::{FieldMeta, FileMeta, SegmentMeta};
+use crate::codec::meta::{FieldMeta, FileMeta, PairsMeta, SegmentMeta};
 use crate::codec::postings::PostingsWriter;
 use crate::codec::stored::StoredWriter;
 use crate::codec::terms::TermsWriter;
@@ -27,7 +27,11 @@ pub struct SegmentFileWriter {
     pos_file: FileSink,
     terms_file: Vec<u8>,
     norms_file: Vec<u8>,
+    /// Per dictionary: the schema's fields by id, then the pair dictionary of each field.
     fields: Vec<FieldMeta>,
+    /// Per field: whether its pair dictionary was written ([`begin_pairs`](Self::begin_pairs)).
+    pairs: Vec<bool>,
+    /// The dictionary being written (an index into `fields`) and its FST.
     current: Option<(u32, TermsWriter)>,
     /// Per field, the average decoded length over documents with the field (steers impacts).
     avgdl: Vec<f32>,
@@ -46,7 +50,8 @@ impl SegmentFileWriter {
             ),
             terms_file: format::begin(format::KIND_TERMS),
             norms_file: format::begin(format::KIND_NORMS),
-            fields: vec![FieldMeta::default(); schema.fields().len()],
+            fields: vec![FieldMeta::default(); 2 * schema.fields().len()],
+            pairs: vec![false; schema.fields().len()],
             current: None,
             avgdl: vec![1.0; schema.fields().len()],
         })
@@ -58,6 +63,16 @@ impl SegmentFileWriter {
         self.current = Some((field, TermsWriter::new()));
     }
 
+    /// Starts the pair dictionary of `field` ([`crate::pairs`]): after its own terms; pairs are
+    /// added with [`add_term`](Self::add_term) and the field's norms, ended by
+    /// [`end_field`](Self::end_field) with the number of documents holding a pair.
+    pub fn begin_pairs(&mut self, field: u32) {
+        debug_assert!(self.current.is_none());
+        self.pairs[field as usize] = true;
+        let n = self.pairs.len() as u32;
+        self.current = Some((n + field, TermsWriter::new()));
+    }
+
     /// Adds one term of the current field; terms in increasing byte order.
     pub fn add_term(
         &mut self,
@@ -67,16 +82,17 @@ impl SegmentFileWriter {
         positions: &[u32],
         norms: Option<&[u8]>,
     ) -> Result<()> {
-        let (field, terms) = self.current.as_mut().expect("begin_field first");
-        let entry = self.schema.field(*field);
+        let (dict, terms) = self.current.as_mut().expect("begin_field first");
+        let field = *dict as usize % self.pairs.len();
+        let entry = &self.schema.fields()[field];
         let positions = entry.has_positions().then_some(positions);
         let norm_of = |d: u32| norms.and_then(|n| n.get(d as usize).copied()).unwrap_or(1);
-        let avgdl = self.avgdl.get(*field as usize).copied().unwrap_or(1.0);
+        let avgdl = self.avgdl.get(field).copied().unwrap_or(1.0);
         let offset = self
             .postings
             .write_term(docs, freqs, positions, &norm_of, avgdl);
         terms.insert(term, offset)?;
-        let fm = &mut self.fields[*field as usize];
+        let fm = &mut self.fields[*dict as usize];
         fm.unique_terms += 1;
         fm.sum_doc_freq += docs.len() as u64;
         fm.sum_total_term_freq += freqs.iter().map(|&f| u64::from(f)).sum::<u64>();
@@ -154,11 +170,23 @@ impl SegmentFileWriter {
             files.insert(ext.to_string(), fm);
         }
         debug_assert_eq!(files.len() + 1, SEGMENT_FILES.len());
+        let n = self.pairs.len();
+        let mut fields = self.fields;
+        let pair_fields = fields.split_off(n);
+        let pairs = self.pairs.iter().any(|&p| p).then(|| PairsMeta {
+            words: crate::pairs::current(),
+            fields: pair_fields
+                .into_iter()
+                .zip(&self.pairs)
+                .map(|(fm, &p)| p.then_some(fm))
+                .collect(),
+        });
         let meta = SegmentMeta {
             name: name.to_string(),
             doc_count,
             seq_runs,
-            fields: self.fields,
+            fields,
+            pairs,
             stored_index_offset,
             stored_blocks,
             files,

@@ -60,6 +60,18 @@ impl Probe {
         self.len as usize > INLINE
     }
 
+    /// The key as a state keeps it inline (`len | bytes << 8`), or `0xFF` for a long key.
+    #[inline]
+    pub fn key(&self) -> u128 {
+        self.key
+    }
+
+    /// The probe's 32-bit hash.
+    #[inline]
+    pub fn hash(&self) -> u32 {
+        self.hash
+    }
+
     /// The key's length in bytes.
     #[inline]
     pub fn len(&self) -> usize {

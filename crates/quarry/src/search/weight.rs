@@ -25,15 +25,17 @@ pub enum Weight {
         sim: Arc<SimScorer>,
         infos: Vec<Option<(TermInfo, Bytes)>>,
     },
-    /// `slots`: (distinct word, offset) of each phrase term, in phrase order;
-    /// `infos[segment][word]`: each distinct word's entry, looked up once (`None` for a
-    /// segment that lacks one of them).
+    /// `slots`: (distinct word, offset) of each phrase term, in phrase order.
+    /// `segs[segment]`: the entries of the distinct words, looked up once, or, where the
+    /// segment has pairs of frequent words and two adjacent terms form one, of the pieces of
+    /// the phrase's cover by pairs and words ([`crate::pairs::cover`]); `None` for a segment
+    /// that lacks one of them.
     Phrase {
         field: u32,
         slots: Vec<(usize, u32)>,
         slop: u32,
         sim: Arc<SimScorer>,
-        infos: Vec<Option<Vec<(TermInfo, Bytes)>>>,
+        segs: Vec<Option<PhraseEntries>>,
     },
     Prefix {
         field: u32,
@@ -51,6 +53,14 @@ pub enum Weight {
         score: f32,
     },
     Nothing,
+}
+
+/// A phrase's entries in one segment: of its distinct words, or (`pairs`) of the distinct
+/// pieces of its cover by pairs, with `slots` as the weight's: (piece, offset) per piece.
+pub struct PhraseEntries {
+    pub pairs: bool,
+    pub infos: Vec<(TermInfo, Bytes)>,
+    pub slots: Vec<(usize, u32)>,
 }
 
 /// What building a weight needs to know about the searcher.
@@ -167,8 +177,32 @@ impl Weight {
                     };
                     slots.push((slot, *offset));
                 }
+                // Exact phrases with adjacent frequent words read pairs where a segment has
+                // them: the distinct pair terms, and each adjacent pair's index into them.
+                let pairable: Vec<bool> = terms
+                    .windows(2)
+                    .map(|w| {
+                        w[1].0 == w[0].0.wrapping_add(1)
+                            && crate::pairs::is_frequent(&w[0].1)
+                            && crate::pairs::is_frequent(&w[1].1)
+                    })
+                    .collect();
+                let mut pair_terms: Vec<String> = Vec::new();
+                let mut pair_of = vec![usize::MAX; pairable.len()];
+                if *slop == 0 {
+                    for (i, _) in pairable.iter().enumerate().filter(|(_, &p)| p) {
+                        let t = crate::pairs::pair_term(&terms[i].1, &terms[i + 1].1);
+                        pair_of[i] = match pair_terms.iter().position(|p| *p == t) {
+                            Some(k) => k,
+                            None => {
+                                pair_terms.push(t);
+                                pair_terms.len() - 1
+                            }
+                        };
+                    }
+                }
                 let mut dfs = vec![0u64; words.len()];
-                let mut infos = Vec::with_capacity(ctx.segments.len());
+                let mut segs = Vec::with_capacity(ctx.segments.len());
                 for seg in ctx.segments {
                     let mut found = Vec::with_capacity(words.len());
                     for (w, df) in words.iter().zip(&mut dfs) {
@@ -177,7 +211,26 @@ impl Weight {
                             found.push(entry);
                         }
                     }
-                    infos.push((found.len() == words.len()).then_some(found));
+                    if found.len() != words.len() {
+                        segs.push(None);
+                    } else if !pair_terms.is_empty() && seg.has_pairs(f) {
+                        segs.push(phrase_pieces(
+                            seg,
+                            f,
+                            terms,
+                            &slots,
+                            &pairable,
+                            &pair_terms,
+                            &pair_of,
+                            found,
+                        )?);
+                    } else {
+                        segs.push(Some(PhraseEntries {
+                            pairs: false,
+                            infos: found,
+                            slots: Vec::new(),
+                        }));
+                    }
                 }
                 let stats = &ctx.stats[f as usize];
                 let mut idf = 0f32;
@@ -194,7 +247,7 @@ impl Weight {
                     slots,
                     slop: *slop,
                     sim: Arc::new(sim),
-                    infos,
+                    segs,
                 }
             }
             Query::Prefix { field, prefix } => Weight::Prefix {
@@ -260,6 +313,9 @@ impl Weight {
                     .and_then(|i| i.as_ref())
                     .map_or(0, |(i, _)| u64::from(i.doc_freq)),
             ),
+            Weight::Phrase { .. } => self
+                .count_term(ord)
+                .map(|t| t.map_or(0, |t| u64::from(t.info.doc_freq))),
             Weight::Bool {
                 must,
                 filter,
@@ -321,6 +377,23 @@ impl Weight {
                     bytes,
                 },
             )),
+            // A phrase read as one list (one pair, or one word) matches that list's documents.
+            Weight::Phrase {
+                field, slots, segs, ..
+            } => match segs.get(ord).and_then(|e| e.as_ref()) {
+                None => Some(None),
+                Some(e) => {
+                    let n = if e.pairs { e.slots.len() } else { slots.len() };
+                    match (&e.infos[..], n) {
+                        ([(info, bytes)], 1) => Some(Some(CountTerm {
+                            field: *field,
+                            info,
+                            bytes,
+                        })),
+                        _ => None,
+                    }
+                }
+            },
             _ => None,
         }
     }
@@ -331,7 +404,7 @@ impl Weight {
     /// takes the count from here.
     pub fn free_count(&self, ord: usize) -> Option<u64> {
         match self {
-            Weight::Nothing | Weight::Term { .. } => self
+            Weight::Nothing | Weight::Term { .. } | Weight::Phrase { .. } => self
                 .count_term(ord)
                 .map(|t| t.map_or(0, |t| u64::from(t.info.doc_freq))),
             Weight::Bool {
@@ -438,17 +511,28 @@ impl Weight {
                 slots,
                 slop,
                 sim,
-                infos,
+                segs,
             } => {
-                let Some(infos) = infos.get(ord).and_then(|i| i.as_ref()) else {
+                let Some(entries) = segs.get(ord).and_then(|i| i.as_ref()) else {
                     return Ok(None);
                 };
+                let infos = &entries.infos;
+                let slots = if entries.pairs { &entries.slots } else { slots };
+                let norms = seg.norms(*field)?.cloned();
+                if let ([(info, bytes)], [_]) = (&infos[..], &slots[..]) {
+                    // One pair (`"the who"`): its frequency in a document is the phrase's.
+                    let cursor = seg.postings(*field, info, bytes, false)?;
+                    return Ok(Some(Box::new(TermScorer::new(
+                        cursor,
+                        (**sim).clone(),
+                        norms,
+                    ))));
+                }
                 // One batched read of every term's positions when they are not mapped.
                 let pts = PhraseTerms {
                     cursors: seg.phrase_postings(*field, infos)?,
                     terms: slots.clone(),
                 };
-                let norms = seg.norms(*field)?.cloned();
                 // Common words only (`"to be or not to be"`): candidates from bitsets.
                 let min_df = infos.iter().map(|(i, _)| i.doc_freq).min().unwrap_or(0);
                 let filter = if infos.len() > 1 && DenseAnd::pays(min_df, seg.doc_count()) {
@@ -623,4 +707,63 @@ fn conjunction(mut subs: Vec<(Box<dyn Scorer>, bool)>) -> Box<dyn Scorer> {
         };
     }
     Box::new(ConjunctionScorer::new(subs))
+}
+
+/// A phrase's entries in a segment with pairs: the pair terms looked up (one missing: the
+/// phrase does not occur here), then the cover by the rarest pairs and the other words.
+#[allow(clippy::too_many_arguments)]
+fn phrase_pieces(
+    seg: &SegmentReader,
+    f: u32,
+    terms: &[(u32, String)],
+    slots: &[(usize, u32)],
+    pairable: &[bool],
+    pair_terms: &[String],
+    pair_of: &[usize],
+    words: Vec<(TermInfo, Bytes)>,
+) -> Result<Option<PhraseEntries>> {
+    let mut pairs = Vec::with_capacity(pair_terms.len());
+    for t in pair_terms {
+        match seg.pair_info(f, t.as_bytes())? {
+            Some(e) => pairs.push(e),
+            None => return Ok(None),
+        }
+    }
+    let pieces = crate::pairs::cover(pairable, terms.len(), |pc| {
+        u64::from(if pc.pair {
+            pairs[pair_of[pc.term]].0.doc_freq
+        } else {
+            words[slots[pc.term].0].0.doc_freq
+        })
+    });
+    // Distinct pieces: `Ok(pair index)` or `Err(word slot)`.
+    let mut keys: Vec<std::result::Result<usize, usize>> = Vec::with_capacity(pieces.len());
+    let mut piece_slots = Vec::with_capacity(pieces.len());
+    for pc in pieces {
+        let key = if pc.pair {
+            Ok(pair_of[pc.term])
+        } else {
+            Err(slots[pc.term].0)
+        };
+        let slot = match keys.iter().position(|k| *k == key) {
+            Some(s) => s,
+            None => {
+                keys.push(key);
+                keys.len() - 1
+            }
+        };
+        piece_slots.push((slot, terms[pc.term].0));
+    }
+    let infos = keys
+        .iter()
+        .map(|k| match *k {
+            Ok(p) => pairs[p].clone(),
+            Err(w) => words[w].clone(),
+        })
+        .collect();
+    Ok(Some(PhraseEntries {
+        pairs: true,
+        infos,
+        slots: piece_slots,
+    }))
 }

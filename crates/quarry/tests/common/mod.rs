@@ -66,3 +66,66 @@ pub fn oracle_file(name: &str) -> (Value, Vec<Value>) {
     let stats = lines.next().unwrap();
     (stats, lines.collect())
 }
+
+/// A pair dictionary as (pair term, [(doc, positions)]).
+pub type Pairs = std::collections::BTreeMap<String, Vec<(u32, Vec<u32>)>>;
+
+/// The pairs of frequent words field `f` of `seg` should hold, computed from the words'
+/// positions: `a b` at `p` wherever `a` is at `p` and `b` at `p + 1`.
+pub fn expected_pairs(seg: &quarry::index::SegmentReader, f: u32) -> Pairs {
+    use quarry::codec::postings::TERMINATED;
+    let mut at: std::collections::BTreeMap<u32, std::collections::BTreeMap<u32, &str>> =
+        Default::default();
+    for w in quarry::pairs::WORDS {
+        let Some((info, bytes)) = seg.term_info(f, w.as_bytes()).unwrap() else {
+            continue;
+        };
+        let mut c = seg.postings(f, &info, &bytes, true).unwrap();
+        let mut pos = Vec::new();
+        while c.doc() != TERMINATED {
+            c.positions(&mut pos);
+            let d = at.entry(c.doc()).or_default();
+            for &p in &pos {
+                d.insert(p, w);
+            }
+            c.next();
+        }
+    }
+    let mut out = Pairs::new();
+    for (doc, words) in &at {
+        for (&p, &a) in words {
+            if let Some(&b) = words.get(&(p + 1)) {
+                let list = out.entry(quarry::pairs::pair_term(a, b)).or_default();
+                match list.last_mut() {
+                    Some((d, ps)) if d == doc => ps.push(p),
+                    _ => list.push((*doc, vec![p])),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pair dictionary of field `f` of `seg` as it is stored (empty if it has none).
+pub fn stored_pairs(seg: &quarry::index::SegmentReader, f: u32) -> Pairs {
+    use fst::Streamer;
+    use quarry::codec::postings::TERMINATED;
+    let mut out = Pairs::new();
+    let Some(dict) = seg.pair_terms(f).unwrap() else {
+        return out;
+    };
+    let mut stream = dict.map().stream();
+    while let Some((term, offset)) = stream.next() {
+        let (info, bytes) = seg.term_info_at(f, offset).unwrap();
+        let mut c = seg.postings(f, &info, &bytes, true).unwrap();
+        let mut list = Vec::new();
+        let mut pos = Vec::new();
+        while c.doc() != TERMINATED {
+            c.positions(&mut pos);
+            list.push((c.doc(), pos.clone()));
+            c.next();
+        }
+        out.insert(String::from_utf8(term.to_vec()).unwrap(), list);
+    }
+    out
+}
