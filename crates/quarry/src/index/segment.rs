@@ -257,11 +257,25 @@ impl SegmentReader {
 
     /// The metadata of dictionary `dict` (see [`pair_dict`](Self::pair_dict)); None for a
     /// field without pairs.
+    #[inline]
     fn dict_meta(&self, dict: u32) -> Option<&FieldMeta> {
-        let n = self.meta.fields.len();
-        match (dict as usize).checked_sub(n) {
-            None => self.meta.fields.get(dict as usize),
-            Some(f) => self.meta.pairs.as_ref()?.fields.get(f)?.as_ref(),
+        match self.meta.fields.get(dict as usize) {
+            Some(fm) => Some(fm),
+            None => {
+                let f = dict as usize - self.meta.fields.len();
+                self.meta.pairs.as_ref()?.fields.get(f)?.as_ref()
+            }
+        }
+    }
+
+    /// The field a dictionary belongs to (see [`pair_dict`](Self::pair_dict)).
+    #[inline]
+    fn dict_field(&self, dict: u32) -> u32 {
+        let n = self.meta.fields.len() as u32;
+        if dict < n {
+            dict
+        } else {
+            dict - n
         }
     }
 
@@ -294,7 +308,7 @@ impl SegmentReader {
         let Some(fm) = self.dict_meta(dict) else {
             return Ok(slot.get_or_init(|| None).as_ref());
         };
-        let field = dict % self.meta.fields.len() as u32;
+        let field = self.dict_field(dict);
         let file = &self.files.terms;
         let name = file.name();
         let dict = if fm.unique_terms == 0 {
@@ -381,8 +395,7 @@ impl SegmentReader {
         let Some(offset) = offset else {
             return Ok(None);
         };
-        self.term_info_at(field % self.meta.fields.len() as u32, offset)
-            .map(Some)
+        self.term_info_at(self.dict_field(field), offset).map(Some)
     }
 
     /// Parses the postings entry at `offset`; returns it with the bytes its offsets refer to
