@@ -8,10 +8,11 @@
 //! length norm from the field, and the phrase frequency counts the same matches. This is
 //! Lucene's CommonGrams idea, kept out of the field's own terms and statistics.
 //!
-//! The list is Lucene's English stop-word set (`EnglishAnalyzer`) plus `who` (in 7 % of W2's
-//! paragraphs, as frequent as `such` and `into`, which the set has). On W2 its pairs are 7 % of
-//! the token positions. A segment records the list it was written with; a segment written
-//! with another list (or none) answers phrases from the words alone.
+//! The list is Lucene's English stop-word set (`EnglishAnalyzer`) plus `who`, a function word
+//! about as frequent in English text as `such` and `into`, which the set has. On W2 the pairs
+//! cost 10 of 328 bytes per document (`bench/results/2026-11-26-w2.md` against the reports of
+//! `bbde47e`). A segment records the list it was written with; a segment written with another
+//! list (or none) answers phrases from the words alone.
 
 /// The frequent words, sorted. Changing the list changes what new segments index; segments
 /// keep answering correctly as they record the list they used.
