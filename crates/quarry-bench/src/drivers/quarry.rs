@@ -97,7 +97,8 @@ impl SearchEngine for Quarry {
         Ok(IndexConfig {
             description: format!(
                 "{threads} indexing thread(s), RAM budget {} MiB shared by the threads, merge policy {policy}, \
-                 mmap directory, one commit at the end ({} merge(s) during commit)",
+                 mmap directory, pairs of frequent words indexed (the schema default, format v6), \
+                 one commit at the end ({} merge(s) during commit)",
                 memory_mb * threads,
                 stats.merges
             ),
