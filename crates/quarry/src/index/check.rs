@@ -151,10 +151,12 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 if let Some(d) = dict {
                     let mut stream = d.map().stream();
                     while let Some((term, _)) = stream.next() {
-                        let ok = term.split(|&b| b == crate::pairs::SEPARATOR).count() == 2
-                            && term
-                                .split(|&b| b == crate::pairs::SEPARATOR)
-                                .all(|w| pairs.words.iter().any(|x| x.as_bytes() == w));
+                        let word = |w: &[u8]| pairs.words.iter().any(|x| x.as_bytes() == w);
+                        let mut parts = term.split(|&b| b == crate::pairs::SEPARATOR);
+                        let ok = matches!(
+                            (parts.next(), parts.next(), parts.next()),
+                            (Some(a), Some(b), None) if word(a) && word(b)
+                        );
                         if !ok {
                             return Err(Error::corrupt(
                                 SegmentMeta::file_name(&meta.name, "terms"),

@@ -88,6 +88,11 @@ pub(crate) fn merge_with_maps(
     }
     let mut w = SegmentFileWriter::new(schema, dir, name)?;
     let mut bufs = Bufs::default();
+    let src = Sources {
+        segments,
+        maps: &maps,
+        total,
+    };
     for (f, entry) in schema.fields().iter().enumerate() {
         let f = f as u32;
         let mut norms = Vec::new();
@@ -118,7 +123,7 @@ pub(crate) fn merge_with_maps(
             }
         }
         let norms = entry.has_norms().then_some(&norms[..]);
-        let live_docs = merge_terms(&mut w, segments, &maps, f, &dicts, norms, &mut bufs)?;
+        let live_docs = merge_terms(&mut w, &src, f, &dicts, norms, &mut bufs)?;
         let doc_count: u32 = match live_docs {
             Some(n) => n,
             None => segments
@@ -131,7 +136,7 @@ pub(crate) fn merge_with_maps(
         // has its pairs derived from its words' positions, so a merge upgrades it.
         if entry.has_pairs() {
             w.begin_pairs(f);
-            let doc_count = merge_pairs(&mut w, segments, &maps, f, norms, &mut bufs)?;
+            let doc_count = merge_pairs(&mut w, &src, f, norms, &mut bufs)?;
             w.end_field(doc_count)?;
         }
     }
@@ -176,6 +181,15 @@ pub(crate) fn merge_with_maps(
     Ok((meta, maps))
 }
 
+/// The segments being merged, where each one's documents go, and how many documents the
+/// merged segment has.
+#[derive(Clone, Copy)]
+struct Sources<'a> {
+    segments: &'a [Arc<SegmentReader>],
+    maps: &'a [DocMap],
+    total: u32,
+}
+
 /// Scratch space of [`merge_terms`].
 #[derive(Default)]
 struct Bufs {
@@ -191,25 +205,21 @@ struct Bufs {
 /// a term (the field's recounted document count); None without.
 fn merge_terms(
     w: &mut SegmentFileWriter,
-    segments: &[Arc<SegmentReader>],
-    maps: &[DocMap],
+    src: &Sources,
     f: u32,
     dicts: &[(usize, &TermsReader)],
     norms: Option<&[u8]>,
     b: &mut Bufs,
 ) -> Result<Option<u32>> {
+    let Sources {
+        segments,
+        maps,
+        total,
+    } = *src;
     let has_positions = segments
         .first()
         .is_some_and(|s| s.schema().field(f).has_positions());
     let any_deletes = maps.iter().any(|m| matches!(m, DocMap::Map(_)));
-    let total = maps
-        .iter()
-        .zip(segments)
-        .map(|(m, s)| match m {
-            DocMap::Shift(_) => s.doc_count(),
-            DocMap::Map(m) => m.iter().filter(|&&d| d != NONE).count() as u32,
-        })
-        .sum::<u32>();
     let mut op = fst::map::OpBuilder::new();
     for (_, d) in dicts {
         op = op.add(d.map().stream());
@@ -338,12 +348,16 @@ pub(crate) fn derive_pairs(
 /// number of merged documents holding a pair.
 fn merge_pairs(
     w: &mut SegmentFileWriter,
-    segments: &[Arc<SegmentReader>],
-    maps: &[DocMap],
+    src: &Sources,
     f: u32,
     norms: Option<&[u8]>,
     b: &mut Bufs,
 ) -> Result<u32> {
+    let Sources {
+        segments,
+        maps,
+        total,
+    } = *src;
     // Per source: None (read its dictionary) or its derived pairs.
     let mut derived = Vec::with_capacity(segments.len());
     let mut terms = std::collections::BTreeSet::new();
@@ -362,15 +376,7 @@ fn merge_pairs(
             derived.push(Some(d));
         }
     }
-    let total: usize = maps
-        .iter()
-        .zip(segments)
-        .map(|(m, s)| match m {
-            DocMap::Shift(_) => s.doc_count() as usize,
-            DocMap::Map(m) => m.len(),
-        })
-        .sum();
-    let mut with_pairs = vec![0u64; total.div_ceil(64)];
+    let mut with_pairs = vec![0u64; (total as usize).div_ceil(64)];
     for term in &terms {
         b.docs.clear();
         b.freqs.clear();

@@ -55,12 +55,31 @@ pub enum Weight {
     Nothing,
 }
 
-/// A phrase's entries in one segment: of its distinct words, or (`pairs`) of the distinct
-/// pieces of its cover by pairs, with `slots` as the weight's: (piece, offset) per piece.
+/// A phrase's entries in one segment: of its distinct words, or of the distinct pieces of its
+/// cover by pairs, whose (piece, offset) per piece are then `piece_slots` (the words' are the
+/// weight's `slots`).
 pub struct PhraseEntries {
-    pub pairs: bool,
     pub infos: Vec<(TermInfo, Bytes)>,
-    pub slots: Vec<(usize, u32)>,
+    pub piece_slots: Option<Vec<(usize, u32)>>,
+}
+
+impl PhraseEntries {
+    /// The (entry, offset) of each piece: the pieces' own, or the words' `slots`.
+    fn slots<'a>(&'a self, words: &'a [(usize, u32)]) -> &'a [(usize, u32)] {
+        self.piece_slots.as_deref().unwrap_or(words)
+    }
+}
+
+/// The index of `x` in `v`, pushed at the end if it is not there (the distinct words or pieces
+/// of a phrase: a handful, so a scan).
+fn intern<T: PartialEq>(v: &mut Vec<T>, x: T) -> usize {
+    match v.iter().position(|y| *y == x) {
+        Some(i) => i,
+        None => {
+            v.push(x);
+            v.len() - 1
+        }
+    }
 }
 
 /// What building a weight needs to know about the searcher.
@@ -168,14 +187,7 @@ impl Weight {
                 let mut words: Vec<&str> = Vec::with_capacity(terms.len());
                 let mut slots = Vec::with_capacity(terms.len());
                 for (offset, t) in terms {
-                    let slot = match words.iter().position(|w| *w == t.as_str()) {
-                        Some(s) => s,
-                        None => {
-                            words.push(t);
-                            words.len() - 1
-                        }
-                    };
-                    slots.push((slot, *offset));
+                    slots.push((intern(&mut words, t.as_str()), *offset));
                 }
                 // Exact phrases with adjacent frequent words read pairs where a segment has
                 // them: the distinct pair terms, and each adjacent pair's index into them.
@@ -192,13 +204,7 @@ impl Weight {
                 if *slop == 0 {
                     for (i, _) in pairable.iter().enumerate().filter(|(_, &p)| p) {
                         let t = crate::pairs::pair_term(&terms[i].1, &terms[i + 1].1);
-                        pair_of[i] = match pair_terms.iter().position(|p| *p == t) {
-                            Some(k) => k,
-                            None => {
-                                pair_terms.push(t);
-                                pair_terms.len() - 1
-                            }
-                        };
+                        pair_of[i] = intern(&mut pair_terms, t);
                     }
                 }
                 let mut dfs = vec![0u64; words.len()];
@@ -226,9 +232,8 @@ impl Weight {
                         )?);
                     } else {
                         segs.push(Some(PhraseEntries {
-                            pairs: false,
                             infos: found,
-                            slots: Vec::new(),
+                            piece_slots: None,
                         }));
                     }
                 }
@@ -382,17 +387,14 @@ impl Weight {
                 field, slots, segs, ..
             } => match segs.get(ord).and_then(|e| e.as_ref()) {
                 None => Some(None),
-                Some(e) => {
-                    let n = if e.pairs { e.slots.len() } else { slots.len() };
-                    match (&e.infos[..], n) {
-                        ([(info, bytes)], 1) => Some(Some(CountTerm {
-                            field: *field,
-                            info,
-                            bytes,
-                        })),
-                        _ => None,
-                    }
-                }
+                Some(e) => match (&e.infos[..], e.slots(slots)) {
+                    ([(info, bytes)], [_]) => Some(Some(CountTerm {
+                        field: *field,
+                        info,
+                        bytes,
+                    })),
+                    _ => None,
+                },
             },
             _ => None,
         }
@@ -516,10 +518,9 @@ impl Weight {
                 let Some(entries) = segs.get(ord).and_then(|i| i.as_ref()) else {
                     return Ok(None);
                 };
-                let infos = &entries.infos;
-                let slots = if entries.pairs { &entries.slots } else { slots };
+                let (infos, slots) = (&entries.infos, entries.slots(slots));
                 let norms = seg.norms(*field)?.cloned();
-                if let ([(info, bytes)], [_]) = (&infos[..], &slots[..]) {
+                if let ([(info, bytes)], [_]) = (&infos[..], slots) {
                     // One pair (`"the who"`): its frequency in a document is the phrase's.
                     let cursor = seg.postings(*field, info, bytes, false)?;
                     return Ok(Some(Box::new(TermScorer::new(
@@ -531,7 +532,7 @@ impl Weight {
                 // One batched read of every term's positions when they are not mapped.
                 let pts = PhraseTerms {
                     cursors: seg.phrase_postings(*field, infos)?,
-                    terms: slots.clone(),
+                    terms: slots.to_vec(),
                 };
                 // Common words only (`"to be or not to be"`): candidates from bitsets.
                 let min_df = infos.iter().map(|(i, _)| i.doc_freq).min().unwrap_or(0);
@@ -745,14 +746,7 @@ fn phrase_pieces(
         } else {
             Err(slots[pc.term].0)
         };
-        let slot = match keys.iter().position(|k| *k == key) {
-            Some(s) => s,
-            None => {
-                keys.push(key);
-                keys.len() - 1
-            }
-        };
-        piece_slots.push((slot, terms[pc.term].0));
+        piece_slots.push((intern(&mut keys, key), terms[pc.term].0));
     }
     let infos = keys
         .iter()
@@ -762,8 +756,7 @@ fn phrase_pieces(
         })
         .collect();
     Ok(Some(PhraseEntries {
-        pairs: true,
         infos,
-        slots: piece_slots,
+        piece_slots: Some(piece_slots),
     }))
 }
