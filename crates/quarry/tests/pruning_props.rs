@@ -442,3 +442,62 @@ fn ties_across_segments_go_to_index_order_in_single_term_walks() {
         }
     }
 }
+
+/// Documents for conjunctions over many blocks: each word in a document with its own
+/// probability (rare to very common) and a small, often repeated frequency, lengths varying, so
+/// that a conjunction's rarest term spans several blocks and its bounds are close to the
+/// scores.
+fn conjunction_docs() -> impl Strategy<Value = Vec<Vec<usize>>> {
+    let doc = proptest::collection::vec(0usize..100, 12).prop_map(|rolls| {
+        // Word w appears when its roll falls under its rate: `oil` in 60 % of the documents
+        // down to `wheat` in 4 %; one to three times; filler words make lengths vary.
+        const RATE: [usize; 12] = [60, 45, 40, 30, 25, 20, 15, 12, 10, 8, 6, 4];
+        let mut d = Vec::new();
+        for (w, &r) in rolls.iter().enumerate() {
+            if r < RATE[w] {
+                d.extend(std::iter::repeat_n(w, 1 + r % 3));
+            }
+        }
+        d.extend(std::iter::repeat_n(11, rolls[0] % 7));
+        d
+    });
+    proptest::collection::vec(doc, 2_000..5_000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Conjunctions of terms (`conjunction::top_k`, and `conjunction::dense` for common ones)
+    /// and exact phrases (whose candidates are passed over on their pieces' frequencies) prune
+    /// per document in `Top` mode: over lists of many blocks the top k and their scores are
+    /// the model's, and `TopCount` counts every match.
+    #[test]
+    fn pruned_conjunctions_and_phrases_over_many_blocks_agree_with_the_model(docs in conjunction_docs(), k in prop_oneof![Just(1usize), Just(3), Just(10)], threads in 1usize..3) {
+        let (_tmp, index) = build_with(&docs, threads, 64 << 20);
+        let s = index.searcher();
+        let queries = [
+            Q::And(vec![0, 1]),
+            Q::And(vec![0, 1, 2]),
+            Q::And(vec![3, 8]),
+            Q::And(vec![9, 0, 4]),
+            Q::And(vec![10, 11]),
+            Q::Phrase(vec![0, 1]),
+            Q::Phrase(vec![7, 0]),
+            Q::Phrase(vec![1, 1]),
+        ];
+        for q in &queries {
+            let parsed = s.parse_query(&text(q), &["body"]).unwrap();
+            let want = model(&docs, q);
+            let want_top: Vec<(u64, f32)> = want.iter().take(k).map(|&(i, s)| (i as u64, s)).collect();
+            for mode in [SearchMode::Top, SearchMode::TopCount] {
+                let r = s.search(&parsed, k, mode).unwrap();
+                let got: Vec<(u64, f32)> = r.top.iter().map(|h| (h.seq, h.score)).collect();
+                prop_assert_eq!(got, want_top.clone(), "{} k={} {:?}", text(q), k, mode);
+                prop_assert!(r.total_hits <= want.len() as u64);
+                if mode == SearchMode::TopCount || r.hits_exact {
+                    prop_assert_eq!(r.total_hits, want.len() as u64, "{} {:?}", text(q), mode);
+                }
+            }
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! segment, collect the top k by BM25 with ties in index order.
 pub mod bm25;
 pub mod collector;
+mod conjunction;
 mod count;
 mod phrase;
 pub mod scorer;
@@ -464,6 +465,39 @@ fn search_segment<L: LiveFilter>(
             return Err(Error::corrupt(format!("{}.post", seg.name()), why));
         }
         return Ok((c.counted(), skipped));
+    }
+    if mode != SearchMode::Count {
+        if let Some(ws) = weight.term_conjunction() {
+            let mut terms = Vec::with_capacity(ws.len());
+            for w in ws {
+                match w.term_scorer(seg, ord)? {
+                    Some(t) => terms.push(t),
+                    None => return Ok((0, false)),
+                }
+            }
+            // The order (and so the summation order) of `TermConjunction`.
+            terms.sort_by_key(|t| t.cost());
+            // Pruned in `Top` mode only: in `TopCount` every match is scored (a pruned walk and
+            // then a count from doc ids alone were measured slower: the walk prunes little
+            // where the count costs most).
+            let prune = mode == SearchMode::Top;
+            let skipped = match Weight::term_dense_and(ws, seg, ord)? {
+                // Common terms: the candidates from bitsets.
+                Some(mut and) => {
+                    let skipped = conjunction::dense(&mut terms, &mut and, &mut c, prune);
+                    if let Some(why) = and.corruption() {
+                        let why = why.to_string();
+                        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    }
+                    skipped
+                }
+                None => conjunction::top_k(&mut terms, &mut c, prune),
+            };
+            if let Some(why) = terms.iter().find_map(|s| s.corruption()) {
+                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            }
+            return Ok((c.counted(), skipped));
+        }
     }
     if mode == SearchMode::Top {
         if let Some((req, not)) = weight.term_exclusion() {

@@ -47,6 +47,12 @@ pub struct PhraseScorer {
     /// For phrases of common words: the candidates, from bitsets (the leapfrog then only
     /// confirms them).
     filter: Option<DenseAnd>,
+    /// Top-k search, exact phrases: a candidate whose `freq * norm factor` bound (the phrase
+    /// occurs at most as often as each of its pieces) is below this cannot reach the k-th best
+    /// score and is passed over before its positions are read, as Lucene's phrase scorer does.
+    min_factor: f32,
+    /// A candidate was passed over that way (the hit count is then a lower bound).
+    pruned: bool,
 }
 
 impl PhraseScorer {
@@ -96,6 +102,8 @@ impl PhraseScorer {
             starts: Vec::new(),
             max,
             filter,
+            min_factor: f32::NEG_INFINITY,
+            pruned: false,
         };
         let first = p.cursors[p.order[0]].doc();
         p.doc = p.align(first, false);
@@ -131,6 +139,27 @@ impl PhraseScorer {
                 }
             }
             return target;
+        }
+    }
+
+    /// Whether the current candidate may still reach the bar of
+    /// [`set_min_competitive`](Scorer::set_min_competitive): its exact frequency is at most the
+    /// smallest of the aligned pieces' frequencies in the document (every occurrence of the
+    /// phrase starts an occurrence of each piece at its own position).
+    fn competitive(&self) -> bool {
+        let freq = self.order[..self.aligned]
+            .iter()
+            .map(|&i| self.cursors[i].freq())
+            .min()
+            .unwrap_or(0);
+        let norm = self.norm();
+        (freq as f32) * self.sim.factors()[usize::from(norm)] >= self.min_factor
+    }
+
+    fn norm(&self) -> u8 {
+        match &self.norms {
+            Some(n) => n.get(self.doc as usize).copied().unwrap_or(1),
+            None => 1,
         }
     }
 
@@ -279,6 +308,10 @@ impl Scorer for PhraseScorer {
         if self.doc == TERMINATED {
             return false;
         }
+        if self.min_factor > f32::NEG_INFINITY && !self.competitive() {
+            self.pruned = true;
+            return false;
+        }
         for k in self.aligned..self.order.len() {
             let i = self.order[k];
             if self.cursors[i].seek(self.doc) != self.doc {
@@ -297,17 +330,21 @@ impl Scorer for PhraseScorer {
         true
     }
     fn score(&mut self) -> f32 {
-        let norm = match &self.norms {
-            Some(n) => n.get(self.doc as usize).copied().unwrap_or(1),
-            None => 1,
-        };
-        self.sim.score(self.freq, norm)
+        self.sim.score(self.freq, self.norm())
     }
     fn cost(&self) -> u64 {
         u64::from(self.cursors[self.order[0]].doc_freq())
     }
     fn max_score(&self) -> f32 {
         self.max
+    }
+    fn set_min_competitive(&mut self, min: f32) {
+        if self.slop == 0 {
+            self.min_factor = self.sim.min_factor(min);
+        }
+    }
+    fn pruned(&self) -> bool {
+        self.pruned
     }
     fn corruption(&self) -> Option<String> {
         self.cursors

@@ -174,6 +174,38 @@ impl TermScorer {
     pub fn mark_until(&mut self, base: u32, end: u32, bits: &mut [u64]) {
         self.cursor.mark_until(base, end, bits)
     }
+    /// The documents up to `end` of the current block from the current one on, into `docs`,
+    /// and their scores, bit for bit what [`Scorer::score`] gives, into `scores`; returns how
+    /// many. The cursor does not move.
+    pub fn block_scores(
+        &mut self,
+        end: u32,
+        docs: &mut [u32; BLOCK],
+        scores: &mut [f32; BLOCK],
+    ) -> usize {
+        let factors = self.sim.factors();
+        let weight = self.sim.weight;
+        let norms: Option<&[u8]> = self.norms.as_deref();
+        let (ds, fs) = self.cursor.block_rest();
+        let n = ds.partition_point(|&d| d <= end);
+        let (ds, fs) = (&ds[..n], &fs[..n]);
+        docs[..n].copy_from_slice(ds);
+        // Products first (independent norm loads overlap), then the division 8 lanes wide:
+        // the operations of `SimScorer::score`, in its order.
+        for ((s, &d), &f) in scores.iter_mut().zip(ds).zip(fs) {
+            let norm = norms.map_or(1, |x| x.get(d as usize).copied().unwrap_or(1));
+            *s = f as f32 * factors[norm as usize];
+        }
+        for s in scores[..n].iter_mut() {
+            *s = weight - weight / (1.0 + *s);
+        }
+        n
+    }
+    /// See [`PostingsCursor::block_end`].
+    #[inline]
+    pub fn block_end(&self) -> u32 {
+        self.cursor.block_end()
+    }
     /// See [`PostingsCursor::last_doc`].
     pub fn last_doc(&self) -> Option<u32> {
         self.cursor.last_doc()

@@ -452,6 +452,56 @@ impl Weight {
         }
     }
 
+    /// The term weights of a pure conjunction of terms (`+a +b`, at least two, nothing else),
+    /// if this is one: its top k is [`conjunction::top_k`](super::conjunction::top_k).
+    pub fn term_conjunction(&self) -> Option<&[Weight]> {
+        match self {
+            Weight::Bool {
+                must,
+                filter,
+                should,
+                must_not,
+                min_should: 0,
+            } if must.len() > 1
+                && filter.is_empty()
+                && should.is_empty()
+                && must_not.is_empty()
+                && must.iter().all(|w| matches!(w, Weight::Term { .. })) =>
+            {
+                Some(must)
+            }
+            _ => None,
+        }
+    }
+
+    /// The documents of every one of `terms` (term weights) in `seg` as a [`DenseAnd`], when
+    /// their rarest is common enough for bitsets to pay ([`DenseAnd::pays`]).
+    pub fn term_dense_and(
+        terms: &[Weight],
+        seg: &SegmentReader,
+        ord: usize,
+    ) -> Result<Option<DenseAnd>> {
+        let mut entries = Vec::with_capacity(terms.len());
+        for w in terms {
+            let Weight::Term { field, infos, .. } = w else {
+                return Ok(None);
+            };
+            let Some((info, bytes)) = infos.get(ord).and_then(|i| i.as_ref()) else {
+                return Ok(None);
+            };
+            entries.push((*field, info, bytes));
+        }
+        let min_df = entries.iter().map(|e| e.1.doc_freq).min().unwrap_or(0);
+        if entries.len() < 2 || !DenseAnd::pays(min_df, seg.doc_count()) {
+            return Ok(None);
+        }
+        let cursors = entries
+            .into_iter()
+            .map(|(field, info, bytes)| seg.postings(field, info, bytes, false))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(DenseAnd::new(cursors)))
+    }
+
     /// `+a -b -c …`: the required term and the prohibited terms, if this is such a query (one
     /// required term, no optional or filter clause, every prohibited clause a term). Its top k
     /// is the term's pruned walk with a check of the prohibited terms for competitive

@@ -177,8 +177,17 @@ struct LazyDense {
 
 /// A decoded block.
 struct BlockBuf {
-    docs: [u32; BLOCK],
+    /// The block's doc ids, then [`NEAR`] slots of [`TERMINATED`] that nothing writes
+    /// (a tail block is padded up to `BLOCK` too): `seek` compares windows past the end.
+    docs: [u32; BLOCK + NEAR],
     freqs: [u32; BLOCK],
+}
+
+impl BlockBuf {
+    /// The `BLOCK` slots a decoder fills.
+    fn ids_mut(&mut self) -> &mut [u32; BLOCK] {
+        (&mut self.docs[..BLOCK]).try_into().expect("BLOCK slots")
+    }
 }
 
 /// Iterates the documents of one term in increasing order.
@@ -262,7 +271,7 @@ impl PostingsCursor {
             block_len: 0,
             idx: 0,
             buf: Box::new(BlockBuf {
-                docs: [0; BLOCK],
+                docs: [TERMINATED; BLOCK + NEAR],
                 freqs: [0; BLOCK],
             }),
             next_off: 0,
@@ -470,22 +479,20 @@ impl PostingsCursor {
             self.lazy_ok = true;
             self.load_block(lo as u32, off, base);
             self.lazy_ok = false;
-            if self.doc == TERMINATED {
-                return TERMINATED;
+            // The block's first doc may be the answer (or the cursor stopped: TERMINATED).
+            if self.doc >= target {
+                return self.doc;
             }
         }
         if let Some(l) = self.lazy {
             return self.seek_dense(l, target);
         }
-        // The block's last doc reaches `target`, so the walk stops inside it: eight docs at a
-        // stride while the eighth is below it (a conjunction's targets are often tens of docs
-        // ahead in a common term), then one by one, on a local index.
-        let mut i = self.idx;
-        while i + 8 < self.block_len && self.buf.docs[i + 7] < target {
-            i += 8;
-        }
-        while self.buf.docs[i] < target {
-            i += 1;
+        // The block's last doc reaches `target` and the current one does not.
+        let i = first_at_least(&self.buf.docs, self.idx, target);
+        if self.buf.docs[i] < target {
+            // Only ids out of order (a damaged block) mislead the search: never move back.
+            self.fail(format!("block {}: doc ids out of order", self.block));
+            return TERMINATED;
         }
         self.idx = i;
         self.doc = self.buf.docs[i];
@@ -531,6 +538,15 @@ impl PostingsCursor {
             self.skip_last_doc(b),
             self.block_factor(b, factors, with_norms),
         ))
+    }
+
+    /// The last document of the current block ([`TERMINATED`] once exhausted).
+    #[inline]
+    pub fn block_end(&self) -> u32 {
+        match &self.lazy {
+            Some(l) => l.last,
+            None => self.buf.docs[self.block_len - 1],
+        }
     }
 
     /// The term's last document (from the skip table, or the decoded single block); `None` once
@@ -621,6 +637,21 @@ impl PostingsCursor {
             self.load_block(b as u32, off, base);
         }
         self.doc
+    }
+
+    /// The current block's doc ids and term frequencies from the current document on (a block
+    /// `seek` left unexpanded is expanded first). Empty once the cursor is exhausted.
+    pub fn block_rest(&mut self) -> (&[u32], &[u32]) {
+        if self.lazy.is_some() {
+            self.expand();
+        }
+        if self.doc == TERMINATED {
+            return (&[], &[]);
+        }
+        (
+            &self.buf.docs[self.idx..self.block_len],
+            &self.buf.freqs[self.idx..self.block_len],
+        )
     }
 
     /// The current block's doc ids and term frequencies (all of them, from its first document;
@@ -853,7 +884,7 @@ impl PostingsCursor {
         };
         let blocks = self.blocks.clone();
         let words = blocks.get(l.off..).unwrap_or(&[]);
-        if let Err(e) = dense::decode(l.origin, words, l.n_words, &mut self.buf.docs) {
+        if let Err(e) = dense::decode(l.origin, words, l.n_words, self.buf.ids_mut()) {
             self.fail(format!("block {}: {e}", self.block));
             return;
         }
@@ -999,13 +1030,13 @@ impl PostingsCursor {
                 self.dense_rank.set((0, 0));
                 p += len;
             } else {
-                p += dense::decode(origin, rest, n_words, &mut self.buf.docs)?;
+                p += dense::decode(origin, rest, n_words, self.buf.ids_mut())?;
             }
         } else {
             let rest = bytes.get(p..).unwrap_or(&[]);
             p += self
                 .codec
-                .unpack_sorted(base, rest, db, &mut self.buf.docs)?;
+                .unpack_sorted(base, rest, db, self.buf.ids_mut())?;
         }
         let rest = bytes.get(p..).unwrap_or(&[]);
         if self.docs_only {
@@ -1038,8 +1069,38 @@ impl PostingsCursor {
             self.buf.docs[i] = doc;
             self.buf.freqs[i] = if v & 1 == 1 { 1 } else { r.vu32()?.max(1) };
         }
+        // Padding: `seek` compares whole windows.
+        self.buf.docs[len..BLOCK].fill(TERMINATED);
         Ok(r.position())
     }
+}
+
+/// Ids `first_at_least` tries one by one before its search; `BlockBuf::docs` holds as many
+/// slots of padding past the block.
+const NEAR: usize = 4;
+
+/// The index of the first of `docs` from `from` on that is `>= target`, which must lie in the
+/// block (a tail block is padded with [`TERMINATED`]). The next [`NEAR`] ids are tried first
+/// (a follower moves a few ids per seek when its lead is nearly as frequent); otherwise an
+/// 8-ary search over the whole block: seven pivots compared at once narrow 128 ids to 16,
+/// seven more to 2, without a branch to mispredict (a scan id by id mispredicts its exit at
+/// nearly every seek, and a binary search is seven dependent loads).
+#[inline]
+fn first_at_least(docs: &[u32; BLOCK + NEAR], from: usize, target: u32) -> usize {
+    for k in 1..=NEAR {
+        if docs[from + k] >= target {
+            return from + k;
+        }
+    }
+    let mut base = 0usize;
+    for step in [16usize, 2] {
+        let mut below = 0usize;
+        for k in 1..8 {
+            below += usize::from(docs[base + k * step - 1] < target);
+        }
+        base += below * step;
+    }
+    base + usize::from(docs[base] < target)
 }
 
 /// The largest `freq * factors[norm]` of a skip entry's impacts (norm 1 without norms); a
@@ -1067,4 +1128,36 @@ fn impacts_factor(e: &[u8; super::IMPACTS_LEN], factors: &[f32; 256], with_norms
         best = if p > best { p } else { best };
     }
     best
+}
+
+#[cfg(test)]
+mod search_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The in-block search of `seek` finds what a scan finds: any block length (a tail
+        /// block padded), any start, any target between the start's document and the last.
+        #[test]
+        fn first_at_least_is_the_first_id_reaching_the_target(
+            gaps in proptest::collection::vec(prop_oneof![3 => 1u32..3, 1 => 1u32..500], 1..=BLOCK),
+            start in any::<proptest::sample::Index>(),
+            pick in any::<proptest::sample::Index>(),
+        ) {
+            let mut docs = [TERMINATED; BLOCK + NEAR];
+            let mut d = 0u32;
+            for (slot, g) in docs.iter_mut().zip(&gaps) {
+                d += g;
+                *slot = d;
+            }
+            let len = gaps.len();
+            prop_assume!(len >= 2);
+            let from = start.index(len - 1);
+            let (lo, hi) = (docs[from] + 1, docs[len - 1]);
+            let target = lo + pick.index((hi - lo + 1) as usize) as u32;
+            let want = docs[..len].iter().position(|&x| x >= target).unwrap();
+            prop_assert_eq!(first_at_least(&docs, from, target), want);
+        }
+    }
 }
