@@ -64,7 +64,10 @@ impl PhraseScorer {
         norms: Option<Bytes>,
         filter: Option<DenseAnd>,
     ) -> Self {
-        let PhraseTerms { cursors, terms } = terms;
+        let PhraseTerms { mut cursors, terms } = terms;
+        for c in cursors.iter_mut() {
+            c.set_lazy_freqs();
+        }
         let mut order: Vec<usize> = (0..cursors.len()).collect();
         order.sort_by_key(|&i| cursors[i].doc_freq());
         let aligned = 1 + order[1..]
@@ -308,15 +311,23 @@ impl Scorer for PhraseScorer {
         if self.doc == TERMINATED {
             return false;
         }
-        if self.min_factor > f32::NEG_INFINITY && !self.competitive() {
-            self.pruned = true;
-            return false;
+        if self.min_factor > f32::NEG_INFINITY {
+            for &i in &self.order[..self.aligned] {
+                self.cursors[i].ensure_freqs();
+            }
+            if !self.competitive() {
+                self.pruned = true;
+                return false;
+            }
         }
         for k in self.aligned..self.order.len() {
             let i = self.order[k];
             if self.cursors[i].seek(self.doc) != self.doc {
                 return false;
             }
+        }
+        for c in self.cursors.iter_mut() {
+            c.ensure_freqs();
         }
         self.freq = if self.slop == 0 {
             self.exact_freq_lazy()

@@ -218,6 +218,11 @@ pub struct PostingsCursor {
     shallow_hint: usize,
     /// Blocks loaded from now on skip their freqs (counting needs doc ids only).
     docs_only: bool,
+    /// Blocks loaded from now on leave their packed freqs to [`ensure_freqs`](Self::ensure_freqs)
+    /// (a phrase reads freqs only for its candidates, in few of the blocks it decodes).
+    lazy_freqs: bool,
+    /// The current block's packed freqs, not unpacked yet: (offset in `blocks`, bit width).
+    freqs_at: Option<(usize, u8)>,
     /// The current block is dense and `docs` does not hold its ids yet: `seek` reads its bitset
     /// in place (a bit scan and a rank, no expansion); anything else expands it first.
     lazy: Option<LazyDense>,
@@ -281,6 +286,8 @@ impl PostingsCursor {
             pos_idx: 0,
             shallow_hint: 0,
             docs_only: false,
+            lazy_freqs: false,
+            freqs_at: None,
             lazy: None,
             lazy_ok: false,
             dense_rank: std::cell::Cell::new((0, 0)),
@@ -299,6 +306,36 @@ impl PostingsCursor {
         self.docs_only = true;
     }
 
+    /// Leaves each block's freqs packed until [`ensure_freqs`](Self::ensure_freqs) (or
+    /// [`positions_upto`](Self::positions_upto)) asks for them; [`freq`](Self::freq) must not
+    /// be read before.
+    pub fn set_lazy_freqs(&mut self) {
+        self.lazy_freqs = true;
+    }
+
+    /// Unpacks the current block's freqs if [`set_lazy_freqs`](Self::set_lazy_freqs) left them
+    /// packed.
+    #[inline]
+    pub fn ensure_freqs(&mut self) {
+        if let Some((at, fb)) = self.freqs_at.take() {
+            self.unpack_freqs(at, fb);
+        }
+    }
+
+    #[cold]
+    fn unpack_freqs(&mut self, at: usize, fb: u8) {
+        let blocks = self.blocks.clone();
+        let rest = blocks.get(at..).unwrap_or(&[]);
+        // The length was checked when the block was loaded.
+        if let Err(e) = self.codec.unpack(rest, fb, &mut self.buf.freqs) {
+            self.fail(format!("block {}: {e}", self.block));
+            return;
+        }
+        for f in self.buf.freqs.iter_mut() {
+            *f = f.saturating_add(1);
+        }
+    }
+
     /// The current document, or [`TERMINATED`].
     #[inline]
     pub fn doc(&self) -> u32 {
@@ -308,6 +345,7 @@ impl PostingsCursor {
     /// The current document's term frequency.
     #[inline]
     pub fn freq(&self) -> u32 {
+        debug_assert!(self.freqs_at.is_none(), "freq before ensure_freqs");
         self.buf.freqs[self.idx.min(BLOCK - 1)]
     }
 
@@ -463,6 +501,10 @@ impl PostingsCursor {
             let n = self.n_blocks as usize;
             let mut lo = self.block as usize + 1;
             let mut hi = n;
+            // Mostly the next block: one probe before the search.
+            if self.skip_last_doc(lo) >= target {
+                hi = lo;
+            }
             while lo < hi {
                 let mid = (lo + hi) / 2;
                 if self.skip_last_doc(mid) < target {
@@ -645,6 +687,7 @@ impl PostingsCursor {
         if self.lazy.is_some() {
             self.expand();
         }
+        self.ensure_freqs();
         if self.doc == TERMINATED {
             return (&[], &[]);
         }
@@ -722,6 +765,7 @@ impl PostingsCursor {
     /// first position past it (a phrase needs no position past its last candidate).
     pub fn positions_upto(&mut self, out: &mut Vec<u32>, limit: u32) {
         out.clear();
+        self.ensure_freqs();
         let Some(pos) = self.positions.as_ref() else {
             return;
         };
@@ -898,6 +942,7 @@ impl PostingsCursor {
         self.idx = 0;
         self.buf.docs[0] = TERMINATED;
         self.lazy = None;
+        self.freqs_at = None;
         TERMINATED
     }
 
@@ -952,6 +997,7 @@ impl PostingsCursor {
         let blocks = self.blocks.clone();
         let bytes: &[u8] = &blocks;
         self.lazy = None;
+        self.freqs_at = None;
         let decoded = if len == BLOCK {
             self.decode_full(bytes, off, base, b == 0)
         } else {
@@ -1041,6 +1087,11 @@ impl PostingsCursor {
         let rest = bytes.get(p..).unwrap_or(&[]);
         if self.docs_only {
             return Ok(p + quarry_codecs::bitpack::checked_len(rest, fb)?);
+        }
+        if self.lazy_freqs {
+            let len = quarry_codecs::bitpack::checked_len(rest, fb)?;
+            self.freqs_at = Some((p, fb));
+            return Ok(p + len);
         }
         p += self.codec.unpack(rest, fb, &mut self.buf.freqs)?;
         for f in self.buf.freqs.iter_mut() {
