@@ -499,26 +499,46 @@ fn search_segment<L: LiveFilter>(
             return Ok((c.counted(), skipped));
         }
     }
-    if mode == SearchMode::Top {
+    // `+a -b -c`: the pruned walk of `a`, the prohibited terms checked for competitive
+    // documents only; with the exact count (no deletions) from doc ids alone,
+    // `df(a) - |a ∩ (b ∪ c)|`, which costs less than scoring every match.
+    let top_count = mode == SearchMode::TopCount && L::ALL_LIVE;
+    if mode == SearchMode::Top || top_count {
         if let Some((req, not)) = weight.term_exclusion() {
-            let Some(mut t) = req.term_scorer(seg, ord)? else {
-                return Ok((0, false));
+            let count = if top_count {
+                weight.fast_count(seg, ord, c.budget_mut())?
+            } else {
+                None
             };
-            let mut excl = Vec::with_capacity(not.len());
-            for w in not {
-                if let Some(mut x) = w.term_scorer(seg, ord)? {
-                    x.cursor_mut().set_docs_only();
-                    excl.push(x);
+            if !top_count || count.is_some() {
+                let Some(mut t) = req.term_scorer(seg, ord)? else {
+                    return Ok((0, false));
+                };
+                let mut excl = Vec::with_capacity(not.len());
+                for w in not {
+                    if let Some(mut x) = w.term_scorer(seg, ord)? {
+                        x.cursor_mut().set_docs_only();
+                        excl.push(x);
+                    }
+                }
+                let skipped = union::top_k_term_excluding(&mut t, &mut excl, &mut c);
+                if let Some(why) = std::iter::once(&t)
+                    .chain(&excl)
+                    .find_map(|s| s.corruption())
+                {
+                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                }
+                match count {
+                    // A count or walk cut short by the deadline: the walk's lower bound stays.
+                    Some(_) if c.budget_mut().expired() => return Ok((c.counted(), true)),
+                    Some(n) => {
+                        c.reset_count();
+                        c.count(n);
+                        return Ok((n, false));
+                    }
+                    None => return Ok((c.counted(), skipped)),
                 }
             }
-            let skipped = union::top_k_term_excluding(&mut t, &mut excl, &mut c);
-            if let Some(why) = std::iter::once(&t)
-                .chain(&excl)
-                .find_map(|s| s.corruption())
-            {
-                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
-            }
-            return Ok((c.counted(), skipped));
         }
     }
     let Some(mut s) = weight.scorer(seg, ord)? else {
