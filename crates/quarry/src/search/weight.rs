@@ -453,8 +453,8 @@ impl Weight {
     }
 
     /// The term weights of a pure conjunction of terms (`+a +b`, at least two, nothing else),
-    /// if this is one: its top k is [`conjunction::top_k`](super::conjunction::top_k).
-    pub fn term_conjunction(&self) -> Option<&[Weight]> {
+    /// if this is one: its top k is `conjunction::top_k`.
+    pub(crate) fn term_conjunction(&self) -> Option<&[Weight]> {
         match self {
             Weight::Bool {
                 must,
@@ -474,9 +474,9 @@ impl Weight {
         }
     }
 
-    /// The documents of every one of `terms` (term weights) in `seg` as a [`DenseAnd`], when
-    /// their rarest is common enough for bitsets to pay ([`DenseAnd::pays`]).
-    pub fn term_dense_and(
+    /// The documents of every one of `terms` (term weights) in `seg` as a `DenseAnd`, when
+    /// their rarest is common enough for bitsets to pay (`DenseAnd::pays`).
+    pub(crate) fn term_dense_and(
         terms: &[Weight],
         seg: &SegmentReader,
         ord: usize,
