@@ -12,7 +12,8 @@ whole (`reread`: the same page-cache state for every engine and run, the files h
 folios Linux readahead builds, which a mapping then maps whole), or after fsync +
 posix_fadvise(DONTNEED) of every index file (`evicted`, as the orchestrator does). Reported per (pair, cache): median spawn -> first result line (measured here, from
 just before spawn), median open -> first result (measured by the driver), the largest driver
-VmHWM (peak RSS), and the hit count.
+VmHWM (peak RSS), and the hit count; then, for drivers that report it (the Rust ones), the median
+time of each part of open -> first result: open, parse, search, fetching the hits' stored ids.
 
     scripts/coldstart-ab.py --rounds 15 \
         --pair quarry=target/release/quarry-bench:quarry:<quarry index> \
@@ -105,6 +106,16 @@ def main():
         hits = sorted({r["hits"] for r in rs})
         print(f"| {label} | {cache} | {len(rs)} | {sp:.2f} | {op:.2f} | {max(rss):.1f} | "
               f"{statistics.median(rss):.1f} | {mf:g} | {','.join(map(str, hits))} |")
+    # Where open -> first result went (drivers that report it: the Rust ones).
+    rows = [(k, [r["phases_us"] for r in rs if r.get("phases_us")]) for k, rs in res.items()]
+    if any(ph for _, ph in rows):
+        print()
+        print("| pair | cache | open µs | parse µs | search µs | fetch stored ids µs (medians) |")
+        print("|---|---|---:|---:|---:|---:|")
+        for (label, cache), ph in rows:
+            if ph:
+                med = [statistics.median(p[k] for p in ph) for k in ("open", "parse", "search", "fetch")]
+                print(f"| {label} | {cache} | " + " | ".join(f"{m:.0f}" for m in med) + " |")
 
 
 if __name__ == "__main__":

@@ -167,6 +167,19 @@ pub struct ColdstartRecord {
     pub major_faults: u64,
     #[serde(default)]
     pub hits: u64,
+    /// Where the open -> first result time went (Rust drivers): opening the index, parsing the
+    /// query, the top-10 search, fetching the hits' stored ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_us: Option<ColdstartPhases>,
+}
+
+/// The parts of a cold start's open -> first result span, in µs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ColdstartPhases {
+    pub open: f64,
+    pub parse: f64,
+    pub search: f64,
+    pub fetch: f64,
 }
 
 /// Prints one record as a JSON line on stdout and flushes it (the orchestrator times the line).

@@ -23,8 +23,8 @@ use clap::Subcommand;
 
 use crate::measure;
 use crate::protocol::{
-    self, ColdstartRecord, IndexRecord, MergeRecord, Mode, QueryRecord, QuerySpec, SourceDoc,
-    TopHit,
+    self, ColdstartPhases, ColdstartRecord, IndexRecord, MergeRecord, Mode, QueryRecord, QuerySpec,
+    SourceDoc, TopHit,
 };
 
 /// The driver subcommands (same names and flags as the Lucene jar).
@@ -413,10 +413,16 @@ fn time_query<E: SearchEngine>(
 fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<(ColdstartRecord, E)> {
     let start = Instant::now();
     let engine = E::open(dir)?;
+    let opened = start.elapsed();
     let q = engine.parse(query)?;
+    let parsed = start.elapsed();
     let out = engine.search(&q, Mode::Top10)?;
+    let searched = start.elapsed();
     let top = engine.top(&out)?;
-    let us = start.elapsed().as_nanos() as f64 / 1000.0;
+    let done = start.elapsed();
+    let us = done.as_nanos() as f64 / 1000.0;
+    let span = |a: std::time::Duration, b: std::time::Duration| (b - a).as_nanos() as f64 / 1000.0;
+    let zero = std::time::Duration::ZERO;
     std::hint::black_box(&top);
     let rec = ColdstartRecord {
         engine: E::NAME.into(),
@@ -426,6 +432,12 @@ fn coldstart_cmd<E: SearchEngine>(dir: &Path, query: &str) -> Result<(ColdstartR
         peak_rss_bytes: measure::peak_rss_bytes(),
         major_faults: measure::major_faults(),
         hits: E::hits(&out).0,
+        phases_us: Some(ColdstartPhases {
+            open: span(zero, opened),
+            parse: span(opened, parsed),
+            search: span(parsed, searched),
+            fetch: span(searched, done),
+        }),
     };
     Ok((rec, engine))
 }
