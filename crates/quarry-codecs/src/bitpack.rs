@@ -14,7 +14,6 @@ pub const BLOCK_LEN: usize = 128;
 /// Packs and unpacks blocks; cheap to copy (holds only the CPU-feature choice).
 #[derive(Clone, Copy)]
 pub struct BlockCodec {
-    packer: BitPacker4x,
     kernel: Kernel,
     /// The unpack entry points, `None` when unpacking goes through `packer` (kernel `sse`).
     table: Option<&'static Table>,
@@ -53,10 +52,18 @@ impl BlockCodec {
             Kernel::default_kernel()
         };
         Self {
-            packer: BitPacker4x::new(),
             kernel,
             table: kernel.table(),
         }
+    }
+
+    /// The `bitpacking` crate's packer, made where it is used, not with the codec: its
+    /// constructor asks std's feature detection (for SSE3), whose first use costs a fresh
+    /// process ~90 µs of `cpuid` traps on VMs (see [`crate::cpu`]), and a postings cursor, which
+    /// unpacks with `kernel`, never needs it. Cheap once std has detected.
+    #[inline]
+    fn packer() -> BitPacker4x {
+        BitPacker4x::new()
     }
 
     /// The kernel this codec unpacks with.
@@ -66,10 +73,10 @@ impl BlockCodec {
 
     /// Appends `values` packed with the minimal width; returns that width.
     pub fn pack(&self, values: &[u32; BLOCK_LEN], out: &mut Vec<u8>) -> u8 {
-        let bits = self.packer.num_bits(values);
+        let bits = Self::packer().num_bits(values);
         let start = out.len();
         out.resize(start + packed_len(bits), 0);
-        let n = self.packer.compress(values, &mut out[start..], bits);
+        let n = Self::packer().compress(values, &mut out[start..], bits);
         debug_assert_eq!(n, packed_len(bits));
         bits
     }
@@ -77,12 +84,10 @@ impl BlockCodec {
     /// Appends strictly increasing `values` as deltas from `base` (the previous block's last
     /// value); returns the width of the deltas.
     pub fn pack_sorted(&self, base: u32, values: &[u32; BLOCK_LEN], out: &mut Vec<u8>) -> u8 {
-        let bits = self.packer.num_bits_sorted(base, values);
+        let bits = Self::packer().num_bits_sorted(base, values);
         let start = out.len();
         out.resize(start + packed_len(bits), 0);
-        let n = self
-            .packer
-            .compress_sorted(base, values, &mut out[start..], bits);
+        let n = Self::packer().compress_sorted(base, values, &mut out[start..], bits);
         debug_assert_eq!(n, packed_len(bits));
         bits
     }
@@ -99,7 +104,7 @@ impl BlockCodec {
         match self.table {
             Some(t) => (t.unpack[usize::from(bits)])(&bytes[..len], out),
             None => {
-                self.packer.decompress(&bytes[..len], out, bits);
+                Self::packer().decompress(&bytes[..len], out, bits);
             }
         }
         Ok(len)
@@ -118,8 +123,7 @@ impl BlockCodec {
         match self.table {
             Some(t) => (t.unpack_sorted[usize::from(bits)])(base, &bytes[..len], out),
             None => {
-                self.packer
-                    .decompress_sorted(base, &bytes[..len], out, bits);
+                Self::packer().decompress_sorted(base, &bytes[..len], out, bits);
             }
         }
         Ok(len)

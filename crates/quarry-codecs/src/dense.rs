@@ -143,7 +143,7 @@ pub fn decoder() -> Decoder {
     *CHOICE.get_or_init(|| crate::Kernel::pick(avx512_decoder(), decode_scalar))
 }
 
-/// `popcount` of each byte (the baseline x86-64 target has no `popcnt` instruction).
+/// `popcount` of each byte (the original x86-64 target has no `popcnt` instruction).
 static COUNTS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -180,12 +180,13 @@ pub fn decode_scalar(origin: u32, words: &[u8], out: &mut [u32; BLOCK_LEN]) -> u
     total
 }
 
-/// The AVX-512 decoder if the CPU has AVX-512F.
+/// The AVX-512 decoder if the CPU has AVX-512F (and `popcnt`, which every such CPU has).
 pub fn avx512_decoder() -> Option<Decoder> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if crate::cpu::has_all(&[crate::cpu::Feature::Avx512f, crate::cpu::Feature::Popcnt]) {
         return Some(|origin, words, out| {
-            // SAFETY: AVX-512F was detected just above.
+            // SAFETY: AVX-512F and popcnt (the kernel's target features) were detected just
+            // above.
             unsafe { decode_avx512(origin, words, out) }
         });
     }

@@ -1,12 +1,14 @@
 //! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128 (with run-time
-//! chosen SIMD unpack kernels), LEB128 varints, bitset popcounts, a bounds-checked little-endian
-//! reader, CRC32C, and the header/footer every file carries.
+//! chosen SIMD unpack kernels, the CPU's features found by [`cpu`]), LEB128 varints, bitset
+//! popcounts, a bounds-checked little-endian reader, CRC32C, and the header/footer every file
+//! carries.
 //!
 //! Nothing here knows about documents or queries; every decoder treats its input as untrusted and
 //! returns [`CodecError`] instead of panicking.
 
 pub mod bitpack;
 pub mod checksum;
+pub mod cpu;
 pub mod dense;
 pub mod error;
 pub mod framing;

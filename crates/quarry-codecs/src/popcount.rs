@@ -1,11 +1,13 @@
 //! Counting the set bits of a bitset: how a union or a conjunction of doc-id bitsets becomes a
 //! count.
 //!
-//! The crate is built for the baseline x86-64 target, where `u64::count_ones` compiles to a
-//! dozen shift-and-mask instructions per word: a window of 512 words then costs more to count
-//! than to fill. The fast kernel is the same loop compiled with `popcnt` (and, where the CPU has
-//! them, AVX-512's `vpopcntq` on eight words at a time), chosen once per process at run time;
-//! [`count_ones_scalar`] is the portable twin the property test compares it against.
+//! For the original x86-64 target, `u64::count_ones` compiles to a dozen shift-and-mask
+//! instructions per word: a window of 512 words then costs more to count than to fill. The fast
+//! kernel is the same loop compiled with `popcnt` (and, where the CPU has them, AVX-512's
+//! `vpopcntq` on eight words at a time), chosen once per process at run time;
+//! [`count_ones_scalar`] is the portable twin the property test compares it against. (A build
+//! for x86-64-v2 or later has `popcnt` in its baseline: the portable twin then uses it too, and
+//! the `popcnt` check is a compile-time `true`.)
 
 /// Counts the set bits of a slice of words.
 pub type CountOnes = fn(&[u64]) -> u64;
@@ -32,16 +34,14 @@ pub fn count_ones_scalar(words: &[u64]) -> u64 {
 pub fn fast_counter() -> Option<CountOnes> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
-            && std::arch::is_x86_feature_detected!("popcnt")
-        {
+        use crate::cpu::{has, has_all, Feature};
+        if has_all(&[Feature::Avx512f, Feature::Avx512vpopcntdq, Feature::Popcnt]) {
             return Some(|words| {
                 // SAFETY: AVX-512F, AVX-512 VPOPCNTDQ and popcnt were detected just above.
                 unsafe { count_ones_avx512(words) }
             });
         }
-        if std::arch::is_x86_feature_detected!("popcnt") {
+        if has(Feature::Popcnt) {
             return Some(|words| {
                 // SAFETY: popcnt was detected just above.
                 unsafe { count_ones_popcnt(words) }

@@ -72,7 +72,7 @@ impl Kernel {
         match self {
             Kernel::Scalar | Kernel::Sse => true,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            Kernel::Avx2 => crate::cpu::has(crate::cpu::Feature::Avx2),
             #[cfg(not(target_arch = "x86_64"))]
             Kernel::Avx2 => false,
         }
@@ -245,7 +245,7 @@ mod x86 {
             "caller checks the block length"
         );
         // SAFETY: `AVX2` (the only place this function is referenced) is handed out by
-        // `Kernel::table` only after `is_x86_feature_detected!("avx2")`; the input length
+        // `Kernel::table` only after `cpu::has(Feature::Avx2)`; the input length
         // was checked above, `out` is a whole block.
         unsafe { unpack_avx2::<B, false>(0, bytes, out) }
     }

@@ -1,4 +1,6 @@
 //! LEB128 varints: 7 bits per byte, low bits first, high bit set on all but the last byte.
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::{has_all, Feature};
 use crate::CodecError;
 
 /// Appends `v` as a LEB128 varint.
@@ -115,8 +117,7 @@ pub fn skip_scalar(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
 /// The AVX2 [`Skipper`] if the CPU has AVX2 and `popcnt`.
 pub fn avx2_skipper() -> Option<Skipper> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
-    {
+    if has_all(&[Feature::Avx2, Feature::Popcnt]) {
         return Some(|bytes, from, n| {
             // SAFETY: AVX2 and popcnt were detected just above.
             unsafe { skip_avx2(bytes, from, n) }
@@ -154,11 +155,12 @@ unsafe fn skip_avx2(bytes: &[u8], from: usize, n: u64) -> Option<usize> {
 /// The AVX-512 [`Skipper`] if the CPU has AVX-512BW, `popcnt` and BMI2.
 pub fn avx512_skipper() -> Option<Skipper> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("popcnt")
-        && std::arch::is_x86_feature_detected!("bmi2")
-    {
+    if has_all(&[
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Popcnt,
+        Feature::Bmi2,
+    ]) {
         return Some(|bytes, from, n| {
             // SAFETY: AVX-512F/BW, popcnt and BMI2 were detected just above.
             unsafe { skip_avx512(bytes, from, n) }

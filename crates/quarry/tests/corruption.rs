@@ -297,3 +297,88 @@ fn chunk_errors_name_the_offset_and_merges_verify_their_sources() {
     let e = w.force_merge(1).unwrap_err().to_string();
     assert!(e.contains("at byte 4096"), "{e}");
 }
+
+#[test]
+/// Format v7: a mapped reader verifies the norms of the 64-document groups its scorers load,
+/// not the field's whole run. A flipped norm of one document fails exactly the searches that
+/// load its group, naming the `.norms` file and the group; searches elsewhere answer as on the
+/// intact index; pread mode (norms read and verified whole) and `check` always fail.
+fn a_flipped_norm_fails_the_searches_that_score_its_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 6,000 documents: the norms file spans several 4 KiB chunks, so the flipped norm is not in a
+    // chunk that holds group sums (whose chunks are verified when a scorer first reads them).
+    let lines: Vec<String> = common::reuters_lines().into_iter().take(6000).collect();
+    common::build_reuters(tmp.path(), &lines, 1, DirectoryKind::Mmap);
+    let index = Index::open_with(tmp.path(), DirectoryKind::Mmap).unwrap();
+    assert_eq!(index.segments().len(), 1);
+    let body = index.schema().field_id("body").unwrap();
+    let s = index.searcher();
+    // A word of `doc` with at most 3 hits, and their docs.
+    let rare_word = |doc: u32| -> Option<(String, Vec<u32>)> {
+        let fields = s
+            .stored_fields(quarry::DocAddress { segment: 0, doc })
+            .unwrap();
+        let text = fields["body"].as_str().unwrap_or("").to_lowercase();
+        text.split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| w.len() > 3)
+            .find_map(|w| {
+                let q = s.parse_query(w, &["body"]).unwrap();
+                let r = s.search(&q, 10, SearchMode::TopCount).unwrap();
+                let docs: Vec<u32> = r.top.iter().map(|h| h.doc.doc).collect();
+                (r.total_hits <= 3).then(|| (w.to_string(), docs))
+            })
+    };
+    // A document of group 40 (2560..2624) with a rare word, and a rare word only in documents
+    // below 2048.
+    let (flip, (inside, docs)) = (2560..2624)
+        .find_map(|d| rare_word(d).map(|w| (d, w)))
+        .expect("a rare word in group 40");
+    assert!(docs.contains(&flip));
+    let (elsewhere, docs) = (100..700)
+        .filter_map(rare_word)
+        .find(|(_, d)| d.iter().all(|&d| d < 2048))
+        .unwrap();
+    assert!(!docs.is_empty());
+    let answer = |kind: DirectoryKind, q: &str| {
+        let index = Index::open_with(tmp.path(), kind)?;
+        let s = index.searcher();
+        let q = s.parse_query(q, &["body"])?;
+        let r = s.search(&q, 10, SearchMode::Top)?;
+        Ok::<_, quarry::Error>(
+            r.top
+                .iter()
+                .map(|h| (h.doc.doc, h.score))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let right = answer(DirectoryKind::Mmap, &elsewhere).unwrap();
+    let off = index.segments()[0].meta().fields[body as usize]
+        .norms_offset
+        .unwrap() as usize;
+    drop(s);
+    drop(index);
+    let norms = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "norms"))
+        .unwrap();
+    let name = norms.file_name().unwrap().to_str().unwrap().to_string();
+    let mut bytes = std::fs::read(&norms).unwrap();
+    bytes[off + flip as usize] ^= 0x01;
+    std::fs::write(&norms, &bytes).unwrap();
+
+    assert_eq!(answer(DirectoryKind::Mmap, &elsewhere).unwrap(), right);
+    match answer(DirectoryKind::Mmap, &inside) {
+        Err(quarry::Error::Corrupt { file, reason, .. }) => {
+            assert_eq!(file, name);
+            assert!(reason.contains("2560..2624"), "{reason}");
+        }
+        other => panic!("{inside}: {other:?}"),
+    }
+    assert!(matches!(
+        answer(DirectoryKind::Pread, &elsewhere),
+        Err(quarry::Error::Corrupt { .. })
+    ));
+    let e = check_index(tmp.path(), DirectoryKind::Mmap).unwrap_err();
+    assert!(e.to_string().contains(&name), "{e}");
+}

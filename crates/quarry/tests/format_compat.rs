@@ -413,6 +413,31 @@ fn v6_sample_with_pairs_opens_checks_and_answers_as_v5() {
     }
 }
 
+fn v7_sample() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/format-v7-sample"
+    ))
+}
+
+/// The saved format-v7 sample (tests/fixtures/format-v7-sample): the documents, segments and
+/// deletion of the v6 sample, written by a v7 build, whose norms carry group sums: it checks
+/// clean (every group sum recomputed), answers the phrases exactly as the v6 sample in every
+/// directory mode (mapped norms verified by the group, read modes by the chunk) and scrubs.
+#[test]
+fn v7_sample_with_norm_groups_opens_checks_and_answers_as_v6() {
+    let dir = v7_sample();
+    let want = phrase_answers(&v6_sample(), DirectoryKind::Mmap);
+    for kind in DirectoryKind::ALL {
+        let report = check_index(&dir, kind).expect("the v7 sample checks clean");
+        assert_eq!((report.docs, report.live_docs), (300, 299));
+        let index = Index::open_with(&dir, kind).unwrap();
+        assert_eq!(index.commit().format_version, 7);
+        assert_eq!(phrase_answers(&dir, kind), want);
+        index.scrub().unwrap();
+    }
+}
+
 /// A v6 writer appending to the v5 sample: the old segments have no pairs and answer phrases
 /// from their words; a force-merge derives their pairs from the words' positions.
 #[test]

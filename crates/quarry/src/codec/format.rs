@@ -1,4 +1,4 @@
-//! Format constants (v6): file kinds, versions and extensions. Spec: `docs/format/README.md`.
+//! Format constants (v7): file kinds, versions and extensions. Spec: `docs/format/README.md`.
 use quarry_codecs::framing::{self, FileKind};
 use quarry_codecs::Header;
 
@@ -6,7 +6,7 @@ use crate::error::InFile;
 use crate::Result;
 
 /// The format version this build writes.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u32 = 1;
 

@@ -1,8 +1,42 @@
 //! Document length norms: one byte per document and text field, Lucene's SmallFloat
 //! `intToByte4` encoding, so scores use the same quantized lengths as Lucene's BM25.
 //!
-//! File `<segment>.norms`: header, then for each text field (in schema order) `doc_count` bytes,
-//! then footer. A document without the field has norm 0. Offsets live in the segment meta.
+//! File `<segment>.norms`: header, then for each text field (in schema order) `doc_count` bytes
+//! (from format v7 followed by the field's group sums, see [`GROUP`]), then footer. A document
+//! without the field has norm 0. Offsets live in the segment meta. Spec: `docs/format/norms.md`.
+
+/// From this format version on, each field's norms are followed by one CRC32C per [`GROUP`]
+/// bytes: a scorer verifies the groups of the documents it scores, not the field's whole run
+/// (2.4 MB on W2, 150 µs of a fresh process's first query).
+pub const GROUP_SUMS_SINCE: u32 = 7;
+/// Norm bytes (documents) per group checksum: one cache line, so verifying the norm of a scored
+/// document reads the line the scorer reads anyway (256-byte groups left the search phase of a
+/// W2 cold start 70 µs slower); the sums add 6.25 % to the norms, 0.06 bytes per document.
+pub const GROUP: usize = 64;
+
+/// The number of group sums of a field of `doc_count` documents.
+pub fn group_count(doc_count: u32) -> usize {
+    (doc_count as usize).div_ceil(GROUP)
+}
+
+/// Appends the group sums of `norms` (one field's run) to `out`: CRC32C of each [`GROUP`]
+/// bytes, the last group shorter, u32 little-endian.
+pub fn write_group_sums(norms: &[u8], out: &mut Vec<u8>) {
+    for g in norms.chunks(GROUP) {
+        out.extend_from_slice(&quarry_codecs::crc32c(g).to_le_bytes());
+    }
+}
+
+/// The byte length of a field's run in a norms file of `version`: its norms, and from v7 its
+/// group sums.
+pub fn run_len(version: u32, doc_count: u32) -> u64 {
+    let sums = if version >= GROUP_SUMS_SINCE {
+        4 * group_count(doc_count) as u64
+    } else {
+        0
+    };
+    u64::from(doc_count) + sums
+}
 
 /// Number of small lengths that are encoded exactly (Lucene's `NUM_FREE_VALUES`).
 const NUM_FREE_VALUES: u32 = 255 - long_to_int4(i32::MAX as u64);

@@ -1,4 +1,5 @@
-//! Stored fields: documents' original values, in LZ4-compressed blocks of about 16 KiB.
+//! Stored fields: documents' original values, in zstd-compressed blocks of about 8 KiB (LZ4
+//! before format v4, 16 KiB before v7).
 //!
 //! File `<segment>.store`: header; blocks; a block index of `(first_doc u32, offset u64)` per
 //! block; footer. The index's offset and block count are in the segment meta. A block
@@ -16,8 +17,9 @@ use crate::error::InFile;
 use crate::schema::Schema;
 use crate::Result;
 
-/// Uncompressed bytes per block before it is cut.
-const BLOCK_TARGET: usize = 16 * 1024;
+/// Uncompressed bytes per block before it is cut: a hit decompresses its whole block, so the
+/// block size is a fresh process's fetch time (16 KiB before format v7).
+const BLOCK_TARGET: usize = 8 * 1024;
 /// From this format version on, blocks are compressed with zstd (before: LZ4).
 pub const ZSTD_SINCE: u32 = 4;
 /// The zstd level of stored blocks: the fastest of the standard levels; on Wikipedia text its

@@ -137,6 +137,7 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
                 ),
             ));
         }
+        seg.check_norm_groups(f)?;
         check_dict(seg, f, seg.terms(f)?, fm, "", norms.map(|b| &b[..]))?;
         if let Some(pairs) = &meta.pairs {
             let pm = pairs.fields.get(f as usize).and_then(|p| p.as_ref());

@@ -8,11 +8,12 @@ use serde_json::{Map, Value};
 
 use crate::codec::format::{self, SEGMENT_FILES};
 use crate::codec::meta::{FieldMeta, SegmentMeta};
+use crate::codec::norms::GROUP_SUMS_SINCE;
 use crate::codec::postings::{PostingsCursor, TermInfo, MAX_HEADER_LEN};
 use crate::codec::stored::{decode_block, decode_doc, doc_in_block, StoredIndex};
 use crate::codec::terms::TermsReader;
 use crate::error::InFile;
-use crate::index::verified::{RegionCheck, VerifiedFile};
+use crate::index::verified::{NormsCheck, RegionCheck, VerifiedFile};
 use crate::schema::Schema;
 use crate::{Error, Result};
 
@@ -62,6 +63,16 @@ struct Dict {
 /// checks of their first lookups.
 const WHOLE_AFTER_LOOKUPS: u32 = 256;
 
+/// After this many scorers of a field were handed its mapped norms with a [`NormsCheck`] (format
+/// v7), the field's norms are verified whole and later scorers check nothing: a cold start
+/// verifies the groups it scores, a warm process's scoring loops carry no check.
+const NORMS_WHOLE_AFTER: u32 = 256;
+
+/// A field's norms for a scorer: the bytes, and the check its postings cursors apply to the
+/// documents they load when the bytes are not verified yet
+/// ([`PostingsCursor::set_norms_check`]).
+pub type ScoringNorms = (Bytes, Option<NormsCheck>);
+
 /// A segment opened for reading.
 pub struct SegmentReader {
     meta: SegmentMeta,
@@ -75,6 +86,13 @@ pub struct SegmentReader {
     terms_view: Option<Bytes>,
     terms: Vec<OnceLock<Option<Dict>>>,
     norms: Vec<OnceLock<Option<Bytes>>>,
+    /// Whole norms file when it is free to view (mmap): scorers read it in place.
+    norms_view: Option<Bytes>,
+    /// Per field: the view of its norms and their group check (v7 mapped norms), built at the
+    /// first scorer.
+    norms_groups: Vec<OnceLock<Option<(Bytes, NormsCheck)>>>,
+    /// Per field: scorers handed a [`NormsCheck`] so far (see [`NORMS_WHOLE_AFTER`]).
+    norms_uses: Vec<AtomicU32>,
     stored_index: OnceLock<Bytes>,
     /// [`SegmentMeta::seq_floors`], built by the first pruned walk that asks for it.
     seq_floors: OnceLock<Vec<u64>>,
@@ -189,6 +207,7 @@ impl SegmentReader {
         let post_view = files.post.mapped_view();
         let pos_view = files.pos.mapped_view();
         let terms_view = files.terms.mapped_view();
+        let norms_view = files.norms.mapped_view();
         Ok(Self {
             meta,
             schema: schema.clone(),
@@ -198,6 +217,9 @@ impl SegmentReader {
             terms_view,
             terms: (0..2 * n).map(|_| OnceLock::new()).collect(),
             norms: (0..n).map(|_| OnceLock::new()).collect(),
+            norms_view,
+            norms_groups: (0..n).map(|_| OnceLock::new()).collect(),
+            norms_uses: (0..n).map(|_| AtomicU32::new(0)).collect(),
             stored_index: OnceLock::new(),
             seq_floors: OnceLock::new(),
         })
@@ -541,7 +563,93 @@ impl SegmentReader {
             .collect())
     }
 
-    /// The norms of a text field (one byte per document).
+    /// The norms of a text field for a scorer. Mapped v7 norms are handed out in place, not
+    /// verified, with the [`NormsCheck`] of their group sums, which the scorer's cursors apply
+    /// to the documents they load ([`PostingsCursor::set_norms_check`]); otherwise (read modes,
+    /// older files, verified already or after 256 scorers of the field) the verified bytes
+    /// of [`norms`](Self::norms).
+    pub fn scoring_norms(&self, field: u32) -> Result<Option<ScoringNorms>> {
+        let verified = |s: &Self| Ok(s.norms(field)?.map(|b| (b.clone(), None)));
+        let f = field as usize;
+        let (Some(slot), Some(groups), Some(uses)) = (
+            self.norms.get(f),
+            self.norms_groups.get(f),
+            self.norms_uses.get(f),
+        ) else {
+            return verified(self);
+        };
+        let file = &self.files.norms;
+        let Some(off) = self.meta.fields[f].norms_offset else {
+            return Ok(None);
+        };
+        if slot.get().is_some()
+            || file.version() < GROUP_SUMS_SINCE
+            || !file.is_checked()
+            || self.norms_view.is_none()
+            || uses.fetch_add(1, Ordering::Relaxed) >= NORMS_WHOLE_AFTER
+        {
+            return verified(self);
+        }
+        let lazy = match groups.get() {
+            Some(g) => g,
+            None => {
+                let g = self.norms_groups_of(off)?;
+                groups.get_or_init(|| g)
+            }
+        };
+        match lazy {
+            Some((bytes, check)) if !check.is_complete() => {
+                Ok(Some((bytes.clone(), Some(check.clone()))))
+            }
+            Some((bytes, _)) => Ok(Some((bytes.clone(), None))),
+            None => verified(self),
+        }
+    }
+
+    /// The unverified view of the v7 norms run at `off` and the check of its group sums (which
+    /// are read, and verified, here: 4 bytes per 256 documents).
+    fn norms_groups_of(&self, off: u64) -> Result<Option<(Bytes, NormsCheck)>> {
+        let file = &self.files.norms;
+        let n = u64::from(self.meta.doc_count);
+        let sums_len = 4 * crate::codec::norms::group_count(self.meta.doc_count) as u64;
+        let end = off.checked_add(n);
+        let fits = end
+            .and_then(|e| e.checked_add(sums_len))
+            .is_some_and(|e| off >= HEADER_LEN as u64 && e <= file.data_end());
+        let (Some(view), Some(end), true) = (&self.norms_view, end, fits) else {
+            return Err(Error::corrupt(
+                file.name(),
+                format!("norms range [{off}, +{n}) and its group sums are out of bounds"),
+            ));
+        };
+        let Some(bytes) = view.slice(off as usize..end as usize) else {
+            return Ok(None);
+        };
+        let sums = read_body(file, end, sums_len, "norm group sums")?;
+        Ok(NormsCheck::new(file.name(), off, bytes.clone(), sums).map(|c| (bytes, c)))
+    }
+
+    /// Checks a v7 field's group sums against its norms (verified whole first); older files
+    /// have none. For `check_index`: a writer that summed wrongly shows here, not only when a
+    /// scorer reaches the group.
+    pub fn check_norm_groups(&self, field: u32) -> Result<()> {
+        let file = &self.files.norms;
+        let (Some(norms), true) = (self.norms(field)?, file.version() >= GROUP_SUMS_SINCE) else {
+            return Ok(());
+        };
+        if norms.is_empty() {
+            return Ok(());
+        }
+        let off = self.meta.fields[field as usize].norms_offset.unwrap_or(0);
+        let end = off + u64::from(self.meta.doc_count);
+        let sums_len = 4 * crate::codec::norms::group_count(self.meta.doc_count) as u64;
+        let sums = read_body(file, end, sums_len, "norm group sums")?;
+        let check = NormsCheck::new(file.name(), off, norms.clone(), sums)
+            .ok_or_else(|| Error::corrupt(file.name(), "norm group sums have the wrong length"))?;
+        check.check_range(0, self.meta.doc_count.saturating_sub(1))
+    }
+
+    /// The norms of a text field (one byte per document), verified whole.
     pub fn norms(&self, field: u32) -> Result<Option<&Bytes>> {
         let slot = self
             .norms

@@ -120,7 +120,7 @@ impl SegmentFileWriter {
         Ok(())
     }
 
-    /// Sets the norms (one byte per document) of a text field.
+    /// Sets the norms (one byte per document) of a text field; its group sums follow them.
     pub fn set_norms(&mut self, field: u32, norms: &[u8]) {
         self.fields[field as usize].norms_offset = Some(self.norms_file.len() as u64);
         let (sum, n) = norms
@@ -131,6 +131,7 @@ impl SegmentFileWriter {
             });
         self.avgdl[field as usize] = if n == 0 { 1.0 } else { sum as f32 / n as f32 };
         self.norms_file.extend_from_slice(norms);
+        crate::codec::norms::write_group_sums(norms, &mut self.norms_file);
     }
 
     /// Writes every file of segment `name` (the one given to [`new`](Self::new)), fsyncs them,

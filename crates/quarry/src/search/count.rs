@@ -15,9 +15,10 @@ use quarry_store::Bytes;
 
 use super::collector::Budget;
 use super::scorer::TERMINATED;
+use super::scorer_corruption;
 use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Excluded terms handled by inclusion–exclusion (2^n - 1 intersections).
 pub const MAX_EXCLUDED: usize = 3;
@@ -59,7 +60,7 @@ pub fn count_and(
     if cursors.len() > 1 && DenseAnd::pays(cursors[0].doc_freq(), cursors[0].max_doc()) {
         let (count, and) = count_and_dense(cursors, budget);
         if let Some(why) = and.corruption() {
-            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            return Err(scorer_corruption(seg, why));
         }
         return Ok(count);
     }
@@ -83,7 +84,7 @@ pub fn count_and(
         target = lead.next();
     }
     if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
-        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        return Err(scorer_corruption(seg, why));
     }
     Ok(count)
 }
@@ -289,7 +290,7 @@ pub fn count_req_excl(
             .chain(&others)
             .find_map(|c| c.is_corrupt())
         {
-            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            return Err(scorer_corruption(seg, why));
         }
         return Ok(t.doc_freq().saturating_sub(overlap));
     }

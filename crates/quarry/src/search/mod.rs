@@ -350,7 +350,7 @@ impl Searcher {
                     d = s.next();
                 }
                 if let Some(why) = s.corruption() {
-                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    return Err(scorer_corruption(seg, why));
                 }
             }
             out.push(docs);
@@ -430,7 +430,7 @@ fn search_segment<L: LiveFilter>(
             (_, SearchMode::TopCount) => {
                 if union::top_k(&mut scorers, &mut c) && !c.out_of_time() {
                     if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
-                        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                        return Err(scorer_corruption(seg, why));
                     }
                     if L::ALL_LIVE {
                         let walked = c.counted();
@@ -462,7 +462,7 @@ fn search_segment<L: LiveFilter>(
             }
         };
         if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
-            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            return Err(scorer_corruption(seg, why));
         }
         return Ok((c.counted(), skipped));
     }
@@ -487,14 +487,14 @@ fn search_segment<L: LiveFilter>(
                     let skipped = conjunction::dense(&mut terms, &mut and, &mut c, prune);
                     if let Some(why) = and.corruption() {
                         let why = why.to_string();
-                        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                        return Err(scorer_corruption(seg, why));
                     }
                     skipped
                 }
                 None => conjunction::top_k(&mut terms, &mut c, prune),
             };
             if let Some(why) = terms.iter().find_map(|s| s.corruption()) {
-                return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                return Err(scorer_corruption(seg, why));
             }
             return Ok((c.counted(), skipped));
         }
@@ -526,7 +526,7 @@ fn search_segment<L: LiveFilter>(
                     .chain(&excl)
                     .find_map(|s| s.corruption())
                 {
-                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                    return Err(scorer_corruption(seg, why));
                 }
                 match count {
                     // A count or walk cut short by the deadline: the walk's lower bound stays.
@@ -546,11 +546,26 @@ fn search_segment<L: LiveFilter>(
     };
     let skipped = collect_segment(&mut *s, &mut c, mode) | s.pruned();
     if let Some(why) = s.corruption() {
-        return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+        return Err(scorer_corruption(seg, why));
     }
     Ok((c.counted(), skipped))
 }
 
+/// The error of a scorer over `seg` that stopped on damaged bytes (`why`, its cursor's reason):
+/// a failed chunk or group check names its own file (`.pos`, `.norms`) in its message, which is
+/// then the file reported; anything else is damage in the postings.
+pub(crate) fn scorer_corruption(seg: &SegmentReader, why: impl Into<String>) -> Error {
+    let why = why.into();
+    let named = ["norms", "pos"]
+        .map(|ext| format!("{}.{ext}", seg.name()))
+        .into_iter()
+        .find(|file| {
+            let named = format!("corrupt index file {file}");
+            why.match_indices(&named)
+                .any(|(i, m)| matches!(why[i + m.len()..].chars().next(), Some(' ' | ':')))
+        });
+    Error::corrupt(named.unwrap_or_else(|| format!("{}.post", seg.name())), why)
+}
 /// Doc ids scored between two checks of the time budget in the exhaustive loops.
 const CHUNK: u32 = 4096;
 

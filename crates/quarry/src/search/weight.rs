@@ -9,8 +9,9 @@ use super::collector::Budget;
 use super::count::{self, CountTerm, DenseAnd};
 use super::phrase::{PhraseScorer, PhraseTerms};
 use super::scorer::*;
+use super::scorer_corruption;
 use super::stats::CollectionStats;
-use crate::codec::postings::TermInfo;
+use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
 use crate::query::ast::{Clause, Occur, Query};
 use crate::schema::Schema;
@@ -141,6 +142,24 @@ fn summed_boosts(clauses: &[Clause], occur: Occur) -> Vec<(&Query, f32)> {
             .collect();
     }
     out.into_iter().map(|(q, b)| (q, b as f32)).collect()
+}
+
+/// `field`'s norms on `seg` for a scorer over `cursors`: when they are handed out unverified,
+/// each cursor checks the norms of the blocks it loads (see
+/// [`SegmentReader::scoring_norms`]).
+fn scoring_norms(
+    seg: &SegmentReader,
+    field: u32,
+    cursors: &mut [PostingsCursor],
+) -> Result<Option<Bytes>> {
+    Ok(seg.scoring_norms(field)?.map(|(bytes, check)| {
+        if let Some(check) = check {
+            for c in cursors.iter_mut() {
+                c.set_norms_check(Some(check.clone()));
+            }
+        }
+        bytes
+    }))
 }
 
 impl Weight {
@@ -543,8 +562,8 @@ impl Weight {
         Ok(match infos.get(ord).and_then(|i| i.as_ref()) {
             None => None,
             Some((info, bytes)) => {
-                let cursor = seg.postings(*field, info, bytes, false)?;
-                let norms = seg.norms(*field)?.cloned();
+                let mut cursor = seg.postings(*field, info, bytes, false)?;
+                let norms = scoring_norms(seg, *field, std::slice::from_mut(&mut cursor))?;
                 Some(TermScorer::new(cursor, (**sim).clone(), norms))
             }
         })
@@ -569,10 +588,10 @@ impl Weight {
                     return Ok(None);
                 };
                 let (infos, slots) = (&entries.infos, entries.slots(slots));
-                let norms = seg.norms(*field)?.cloned();
                 if let ([(info, bytes)], [_]) = (&infos[..], slots) {
                     // One pair (`"the who"`): its frequency in a document is the phrase's.
-                    let cursor = seg.postings(*field, info, bytes, false)?;
+                    let mut cursor = seg.postings(*field, info, bytes, false)?;
+                    let norms = scoring_norms(seg, *field, std::slice::from_mut(&mut cursor))?;
                     return Ok(Some(Box::new(TermScorer::new(
                         cursor,
                         (**sim).clone(),
@@ -580,10 +599,13 @@ impl Weight {
                     ))));
                 }
                 // One batched read of every term's positions when they are not mapped.
-                let pts = PhraseTerms {
+                let mut pts = PhraseTerms {
                     cursors: seg.phrase_postings(*field, infos)?,
                     terms: slots.to_vec(),
                 };
+                // Every cursor checks the norms it may be scored with: the phrase reads the norm
+                // of a document all of them are on.
+                let norms = scoring_norms(seg, *field, &mut pts.cursors)?;
                 // Common words only (`"to be or not to be"`): candidates from bitsets.
                 let min_df = infos.iter().map(|(i, _)| i.doc_freq).min().unwrap_or(0);
                 let filter = if infos.len() > 1 && DenseAnd::pays(min_df, seg.doc_count()) {
@@ -648,7 +670,7 @@ fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>
             c.next();
         }
         if let Some(why) = c.is_corrupt() {
-            return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+            return Err(scorer_corruption(seg, why));
         }
     }
     let mut docs = Vec::new();

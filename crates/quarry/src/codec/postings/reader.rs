@@ -6,7 +6,8 @@
 use quarry_codecs::{dense, varint, BlockCodec, ByteReader, CodecError};
 use quarry_store::Bytes;
 
-use crate::index::verified::RegionCheck;
+use crate::codec::norms::GROUP;
+use crate::index::verified::{NormsCheck, RegionCheck};
 
 use super::{Impact, Impacts, BLOCK, DENSE, SKIP_ENTRY_LEN};
 
@@ -235,6 +236,9 @@ pub struct PostingsCursor {
     check: Option<RegionCheck>,
     /// Verifies a block's positions when they are first read (unverified mapped positions).
     pos_check: Option<RegionCheck>,
+    /// Verifies the norms of a loaded block's documents (the scored field's norms, mapped and
+    /// not verified yet; see [`set_norms_check`](Self::set_norms_check)).
+    norms_check: Option<NormsCheck>,
 }
 
 impl PostingsCursor {
@@ -294,9 +298,46 @@ impl PostingsCursor {
             corrupt: None,
             check,
             pos_check,
+            norms_check: None,
         };
         c.load_block(0, 0, 0);
         c
+    }
+
+    /// Verifies, from the current block on, the norms of each loaded block's documents with
+    /// `check`: a scorer reads the norms of the documents its cursor is on, so it then reads
+    /// only verified norms. Not applied to [`docs_only`](Self::set_docs_only) cursors, which
+    /// read no norms.
+    pub fn set_norms_check(&mut self, check: Option<NormsCheck>) {
+        self.norms_check = check;
+        if self.block < self.n_blocks && self.corrupt.is_none() {
+            self.check_block_norms();
+        }
+    }
+
+    /// The norms check of the block just loaded: the groups its doc range covers, or, for a
+    /// block whose documents are further apart than a group, the group of each document.
+    #[cold]
+    fn check_block_norms(&mut self) {
+        let Some(nc) = &self.norms_check else {
+            return;
+        };
+        if self.docs_only {
+            return;
+        }
+        let (first, last) = match &self.lazy {
+            Some(l) => (l.origin, l.last),
+            None => (self.buf.docs[0], self.buf.docs[self.block_len - 1]),
+        };
+        let groups = (last / GROUP as u32 - first / GROUP as u32) as usize + 1;
+        let checked = if self.lazy.is_some() || groups <= self.block_len {
+            nc.check_range(first, last)
+        } else {
+            nc.check_each(&self.buf.docs[..self.block_len])
+        };
+        if let Err(e) = checked {
+            self.fail(format!("norms of block {}: {e}", self.block));
+        }
     }
 
     /// Decodes doc ids only from now on: bit-packed frequency blocks are stepped over, not
@@ -1036,6 +1077,9 @@ impl PostingsCursor {
                     Some(l) => self.dense_next_from(l, l.origin, false).0,
                     None => self.buf.docs[0],
                 };
+                if self.norms_check.is_some() {
+                    self.check_block_norms();
+                }
             }
             Err(e) => self.fail(format!("block {b}: {e}")),
         }
