@@ -48,6 +48,14 @@ pub trait FileHandle: Send + Sync + Debug {
     fn will_need(&self, start: u64, end: u64) {
         let _ = (start, end);
     }
+    /// A few bytes (a header, a trailer) when nothing else of their page is about to be read:
+    /// a mapped file reads them with a call instead of mapping their page (a `MADV_WILLNEED`
+    /// and a page fault each, at both ends of every file an open checks). The default reads
+    /// them as [`will_need`](Self::will_need) then [`read_bytes`](Self::read_bytes) would.
+    fn read_small(&self, start: u64, end: u64) -> Result<Bytes> {
+        self.will_need(start, end);
+        self.read_bytes(start, end)
+    }
     /// The file's name inside its directory, for error messages.
     fn name(&self) -> &str;
     /// Tells the OS the file's pages are not needed any more (cold-start experiments).

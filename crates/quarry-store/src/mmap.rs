@@ -1,10 +1,11 @@
 //! [`MmapDirectory`]: files are memory-mapped once; every read is a zero-copy view (stored
 //! fields excepted: they are read with `pread`, see [`MmapDirectory`]).
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memmap2::{Advice, Mmap};
+use memmap2::{Advice, Mmap, MmapOptions};
 
 use crate::adaptive::FileKind;
 use crate::batch::BatchMode;
@@ -78,6 +79,21 @@ impl FileHandle for MappedFile {
             }
         }
     }
+    fn read_small(&self, start: u64, end: u64) -> Result<Bytes> {
+        if start > end || end > self.len() {
+            return Err(StoreError::OutOfBounds {
+                path: self.path.clone(),
+                start,
+                end,
+                len: self.len(),
+            });
+        }
+        let mut buf = vec![0u8; (end - start) as usize];
+        self.file
+            .read_exact_at(&mut buf, start)
+            .map_err(|e| StoreError::io("pread", &self.path, e))?;
+        Ok(Bytes::from_vec(buf))
+    }
     fn name(&self) -> &str {
         &self.name
     }
@@ -104,7 +120,9 @@ impl MappedFile {
         } else {
             // SAFETY: index files are immutable once published (written, fsynced, then renamed
             // into a commit); quarry never truncates or rewrites a file that may be mapped.
-            let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", &path, e))?;
+            // The length is given: `Mmap::map` would ask the file's size a second time.
+            let map = unsafe { MmapOptions::new().len(len as usize).map(&file) }
+                .map_err(|e| StoreError::io("mmap", &path, e))?;
             for a in advice {
                 let _ = map.advise(*a);
             }

@@ -131,11 +131,10 @@ fn check_frame(
             format!("{len} bytes is too short for a header and footer"),
         ));
     }
-    // Exactly these bytes: a mapped file would otherwise fault in a read-around window.
-    handle.will_need(0, HEADER_LEN as u64);
-    handle.will_need(len - FOOTER_LEN as u64, len);
-    let head = handle.read_bytes(0, HEADER_LEN as u64)?;
-    let foot = handle.read_bytes(len - FOOTER_LEN as u64, len)?;
+    // Exactly these bytes, not mapped in: a mapped file would otherwise fault in a read-around
+    // window, or cost a `MADV_WILLNEED` and a page fault per end.
+    let head = handle.read_small(0, HEADER_LEN as u64)?;
+    let foot = handle.read_small(len - FOOTER_LEN as u64, len)?;
     let mut frame = head.to_vec();
     frame.extend_from_slice(&foot);
     let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));

@@ -258,8 +258,7 @@ impl VerifiedFile {
                 format!("{len} bytes is too short for a chunk table"),
             ));
         }
-        handle.will_need(len - tail_len, len - FOOTER_LEN as u64);
-        let trailer = handle.read_bytes(len - tail_len, len - FOOTER_LEN as u64)?;
+        let trailer = handle.read_small(len - tail_len, len - FOOTER_LEN as u64)?;
         let covered = framing::parse_chunk_trailer(len, &trailer).in_file(handle.name())?;
         let table = Arc::new(ChunkTable {
             covered,
