@@ -27,17 +27,6 @@ pub fn write_group_sums(norms: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// The byte length of a field's run in a norms file of `version`: its norms, and from v7 its
-/// group sums.
-pub fn run_len(version: u32, doc_count: u32) -> u64 {
-    let sums = if version >= GROUP_SUMS_SINCE {
-        4 * group_count(doc_count) as u64
-    } else {
-        0
-    };
-    u64::from(doc_count) + sums
-}
-
 /// Number of small lengths that are encoded exactly (Lucene's `NUM_FREE_VALUES`).
 const NUM_FREE_VALUES: u32 = 255 - long_to_int4(i32::MAX as u64);
 

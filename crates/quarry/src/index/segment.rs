@@ -605,27 +605,39 @@ impl SegmentReader {
         }
     }
 
-    /// The unverified view of the v7 norms run at `off` and the check of its group sums (which
-    /// are read, and verified, here: 4 bytes per 256 documents).
+    /// The unverified view of the v7 norms run at `off` and the check of its group sums.
     fn norms_groups_of(&self, off: u64) -> Result<Option<(Bytes, NormsCheck)>> {
         let file = &self.files.norms;
-        let n = u64::from(self.meta.doc_count);
-        let sums_len = 4 * crate::codec::norms::group_count(self.meta.doc_count) as u64;
-        let end = off.checked_add(n);
-        let fits = end
-            .and_then(|e| e.checked_add(sums_len))
-            .is_some_and(|e| off >= HEADER_LEN as u64 && e <= file.data_end());
-        let (Some(view), Some(end), true) = (&self.norms_view, end, fits) else {
-            return Err(Error::corrupt(
-                file.name(),
-                format!("norms range [{off}, +{n}) and its group sums are out of bounds"),
-            ));
-        };
-        let Some(bytes) = view.slice(off as usize..end as usize) else {
+        // The sums are read (and chunk-verified) first: they also bound the run.
+        let sums = self.norm_group_sums(off)?;
+        let end = off + u64::from(self.meta.doc_count);
+        let Some(bytes) = self
+            .norms_view
+            .as_ref()
+            .and_then(|v| v.slice(off as usize..end as usize))
+        else {
             return Ok(None);
         };
-        let sums = read_body(file, end, sums_len, "norm group sums")?;
         Ok(NormsCheck::new(file.name(), off, bytes.clone(), sums).map(|c| (bytes, c)))
+    }
+
+    /// The group sums (4 bytes per 64 documents) that follow the v7 norms run at `off`, read
+    /// and verified by their chunks; a range outside the file body is `Corrupt`.
+    fn norm_group_sums(&self, off: u64) -> Result<Bytes> {
+        let end = off.checked_add(u64::from(self.meta.doc_count));
+        let sums_len = 4 * crate::codec::norms::group_count(self.meta.doc_count) as u64;
+        match end {
+            Some(end) if off >= HEADER_LEN as u64 => {
+                read_body(&self.files.norms, end, sums_len, "norm group sums")
+            }
+            _ => Err(Error::corrupt(
+                self.files.norms.name(),
+                format!(
+                    "norms range [{off}, +{}) is out of bounds",
+                    self.meta.doc_count
+                ),
+            )),
+        }
     }
 
     /// Checks a v7 field's group sums against its norms (verified whole first); older files
@@ -640,9 +652,7 @@ impl SegmentReader {
             return Ok(());
         }
         let off = self.meta.fields[field as usize].norms_offset.unwrap_or(0);
-        let end = off + u64::from(self.meta.doc_count);
-        let sums_len = 4 * crate::codec::norms::group_count(self.meta.doc_count) as u64;
-        let sums = read_body(file, end, sums_len, "norm group sums")?;
+        let sums = self.norm_group_sums(off)?;
         let check = NormsCheck::new(file.name(), off, norms.clone(), sums)
             .ok_or_else(|| Error::corrupt(file.name(), "norm group sums have the wrong length"))?;
         check.check_range(0, self.meta.doc_count.saturating_sub(1))

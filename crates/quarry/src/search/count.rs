@@ -16,7 +16,7 @@ use quarry_store::Bytes;
 use super::collector::Budget;
 use super::scorer::TERMINATED;
 use super::scorer_corruption;
-use crate::codec::postings::{PostingsCursor, TermInfo};
+use crate::codec::postings::{Corruption, PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
 use crate::Result;
 
@@ -83,7 +83,7 @@ pub fn count_and(
         count += 1;
         target = lead.next();
     }
-    if let Some(why) = cursors.iter().find_map(|c| c.is_corrupt()) {
+    if let Some(why) = cursors.iter().find_map(PostingsCursor::corruption) {
         return Err(scorer_corruption(seg, why));
     }
     Ok(count)
@@ -199,8 +199,8 @@ impl DenseAnd {
     }
 
     /// An inconsistency met in the postings, if any.
-    pub fn corruption(&self) -> Option<&str> {
-        self.cursors.iter().find_map(|c| c.is_corrupt())
+    pub fn corruption(&self) -> Option<Corruption> {
+        self.cursors.iter().find_map(PostingsCursor::corruption)
     }
 }
 
@@ -288,7 +288,7 @@ pub fn count_req_excl(
         let overlap = count_and_union(&mut a, &mut others, budget);
         if let Some(why) = std::iter::once(&a)
             .chain(&others)
-            .find_map(|c| c.is_corrupt())
+            .find_map(PostingsCursor::corruption)
         {
             return Err(scorer_corruption(seg, why));
         }

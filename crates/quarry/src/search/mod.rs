@@ -22,6 +22,7 @@ pub use stats::{CollectionStats, TermStats};
 use weight::{Context, Weight};
 
 use crate::codec::livedocs::LiveDocs;
+use crate::codec::postings::Corruption;
 use crate::index::SegmentReader;
 use crate::query::{FieldAnalysis, Operator, Query, QueryParser};
 use crate::schema::{FieldType, Schema};
@@ -486,7 +487,6 @@ fn search_segment<L: LiveFilter>(
                 Some(mut and) => {
                     let skipped = conjunction::dense(&mut terms, &mut and, &mut c, prune);
                     if let Some(why) = and.corruption() {
-                        let why = why.to_string();
                         return Err(scorer_corruption(seg, why));
                     }
                     skipped
@@ -551,20 +551,11 @@ fn search_segment<L: LiveFilter>(
     Ok((c.counted(), skipped))
 }
 
-/// The error of a scorer over `seg` that stopped on damaged bytes (`why`, its cursor's reason):
-/// a failed chunk or group check names its own file (`.pos`, `.norms`) in its message, which is
-/// then the file reported; anything else is damage in the postings.
-pub(crate) fn scorer_corruption(seg: &SegmentReader, why: impl Into<String>) -> Error {
-    let why = why.into();
-    let named = ["norms", "pos"]
-        .map(|ext| format!("{}.{ext}", seg.name()))
-        .into_iter()
-        .find(|file| {
-            let named = format!("corrupt index file {file}");
-            why.match_indices(&named)
-                .any(|(i, m)| matches!(why[i + m.len()..].chars().next(), Some(' ' | ':')))
-        });
-    Error::corrupt(named.unwrap_or_else(|| format!("{}.post", seg.name())), why)
+/// The error of a scorer over `seg` that stopped on damaged bytes: in the file its failed check
+/// named (`.pos`, `.norms`), else in the postings.
+pub(crate) fn scorer_corruption(seg: &SegmentReader, why: Corruption) -> Error {
+    let file = why.file.unwrap_or_else(|| format!("{}.post", seg.name()));
+    Error::corrupt(file, why.reason)
 }
 /// Doc ids scored between two checks of the time budget in the exhaustive loops.
 const CHUNK: u32 = 4096;

@@ -6,7 +6,7 @@ use quarry_store::Bytes;
 use super::bm25::SimScorer;
 use super::count::DenseAnd;
 use super::scorer::{Scorer, TERMINATED};
-use crate::codec::postings::PostingsCursor;
+use crate::codec::postings::{Corruption, PostingsCursor};
 
 /// The terms of a phrase: one cursor per distinct term, and each phrase position as (cursor
 /// slot, offset). A repeated word (`"to be or not to be"`) is read once.
@@ -357,14 +357,10 @@ impl Scorer for PhraseScorer {
     fn pruned(&self) -> bool {
         self.pruned
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.cursors
             .iter()
-            .find_map(|c| c.is_corrupt().map(str::to_string))
-            .or_else(|| {
-                self.filter
-                    .as_ref()
-                    .and_then(|f| f.corruption().map(str::to_string))
-            })
+            .find_map(PostingsCursor::corruption)
+            .or_else(|| self.filter.as_ref().and_then(DenseAnd::corruption))
     }
 }

@@ -9,7 +9,7 @@ use quarry_store::Bytes;
 
 use super::bm25::SimScorer;
 pub use crate::codec::postings::TERMINATED;
-use crate::codec::postings::{mark_docs, PostingsCursor, BLOCK};
+use crate::codec::postings::{mark_docs, Corruption, PostingsCursor, BLOCK};
 
 pub trait Scorer: Send {
     fn doc(&self) -> u32;
@@ -49,7 +49,7 @@ pub trait Scorer: Send {
         self.seek(target)
     }
     /// An inconsistency met in the index data, reported after the search.
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         None
     }
 }
@@ -308,8 +308,8 @@ impl Scorer for TermScorer {
             None => (TERMINATED, 0.0),
         }
     }
-    fn corruption(&self) -> Option<String> {
-        self.cursor.is_corrupt().map(str::to_string)
+    fn corruption(&self) -> Option<Corruption> {
+        self.cursor.corruption()
     }
 }
 
@@ -500,7 +500,7 @@ impl Scorer for ConjunctionScorer {
         }
         (end, sum as f32 * (1.0 + 1e-6))
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.subs.iter().find_map(|s| s.corruption())
     }
 }
@@ -595,7 +595,7 @@ impl Scorer for TermConjunction {
         }
         (end, sum as f32 * (1.0 + 1e-6))
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.terms.iter().find_map(|t| t.corruption())
     }
 }
@@ -773,7 +773,7 @@ impl Scorer for DisjunctionScorer {
         }
         (end, sum as f32 * (1.0 + 1e-6))
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.subs.iter().find_map(|s| s.corruption())
     }
 }
@@ -848,7 +848,7 @@ impl Scorer for ExclusionScorer {
     fn pruned(&self) -> bool {
         self.required.pruned()
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.required
             .corruption()
             .or_else(|| self.excluded.corruption())
@@ -1079,7 +1079,7 @@ impl Scorer for ReqOptScorer {
             // The current document may no longer be a candidate; the next move re-checks.
         }
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.required
             .corruption()
             .or_else(|| self.optional.corruption())
@@ -1123,7 +1123,7 @@ impl Scorer for ConstScorer {
     fn max_score(&self) -> f32 {
         self.score
     }
-    fn corruption(&self) -> Option<String> {
+    fn corruption(&self) -> Option<Corruption> {
         self.inner.corruption()
     }
 }

@@ -669,7 +669,7 @@ fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>
             }
             c.next();
         }
-        if let Some(why) = c.is_corrupt() {
+        if let Some(why) = c.corruption() {
             return Err(scorer_corruption(seg, why));
         }
     }

@@ -5,7 +5,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{mark_docs, PostingsCursor, TermInfo, MAX_HEADER_LEN, TERMINATED};
+pub use reader::{mark_docs, Corruption, PostingsCursor, TermInfo, MAX_HEADER_LEN, TERMINATED};
 
 /// Impact pairs kept per skip entry.
 pub const MAX_IMPACTS: usize = 8;

@@ -176,6 +176,15 @@ struct LazyDense {
     last: u32,
 }
 
+/// Why a cursor stopped on damaged bytes: the reason, and the file a failed check named when
+/// the damage is not in the postings themselves (positions, norms), so that the search reports
+/// that file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Corruption {
+    pub file: Option<String>,
+    pub reason: String,
+}
+
 /// A decoded block.
 struct BlockBuf {
     /// The block's doc ids, then [`NEAR`] slots of [`TERMINATED`] that nothing writes
@@ -232,6 +241,8 @@ pub struct PostingsCursor {
     /// For the lazy dense block: (w, number of set bits in its words before word w).
     dense_rank: std::cell::Cell<(usize, usize)>,
     corrupt: Option<String>,
+    /// The file named by the failed check that set `corrupt`, when not the postings file.
+    corrupt_file: Option<String>,
     /// Verifies a block's bytes when it is loaded (unverified mapped blocks region).
     check: Option<RegionCheck>,
     /// Verifies a block's positions when they are first read (unverified mapped positions).
@@ -296,6 +307,7 @@ impl PostingsCursor {
             lazy_ok: false,
             dense_rank: std::cell::Cell::new((0, 0)),
             corrupt: None,
+            corrupt_file: None,
             check,
             pos_check,
             norms_check: None,
@@ -336,7 +348,7 @@ impl PostingsCursor {
             nc.check_each(&self.buf.docs[..self.block_len])
         };
         if let Err(e) = checked {
-            self.fail(format!("norms of block {}: {e}", self.block));
+            self.fail_check(format!("norms of block {}", self.block), e);
         }
     }
 
@@ -402,6 +414,14 @@ impl PostingsCursor {
     /// An inconsistency met while decoding, if any.
     pub fn is_corrupt(&self) -> Option<&str> {
         self.corrupt.as_deref()
+    }
+
+    /// [`is_corrupt`](Self::is_corrupt) with the file a failed check named, if any.
+    pub fn corruption(&self) -> Option<Corruption> {
+        self.corrupt.as_ref().map(|reason| Corruption {
+            file: self.corrupt_file.clone(),
+            reason: reason.clone(),
+        })
     }
 
     /// Advances to the next document.
@@ -829,7 +849,7 @@ impl PostingsCursor {
                 };
                 let end = end.clamp(self.pos_off.min(pos.len()), pos.len());
                 if let Err(e) = c.check(self.pos_off.min(end), end) {
-                    self.fail(format!("positions of block {}: {e}", self.block));
+                    self.fail_check(format!("positions of block {}", self.block), e);
                     out.clear();
                     return;
                 }
@@ -992,6 +1012,18 @@ impl PostingsCursor {
             self.corrupt = Some(why);
         }
         self.stop();
+    }
+
+    /// [`fail`](Self::fail) on a failed check of another file's bytes (`context`: what was
+    /// checked), keeping the file the check named for [`corruption`](Self::corruption).
+    #[cold]
+    fn fail_check(&mut self, context: String, e: crate::Error) {
+        if self.corrupt.is_none() {
+            if let crate::Error::Corrupt { file, .. } = &e {
+                self.corrupt_file = Some(file.clone());
+            }
+        }
+        self.fail(format!("{context}: {e}"));
     }
 
     #[inline]
