@@ -1,15 +1,18 @@
 //! Integers and bytes for quarry's on-disk structures: bit-packed blocks of 128 (with run-time
 //! chosen SIMD unpack kernels, the CPU's features found by [`cpu`]), LEB128 varints, bitset
-//! popcounts, a bounds-checked little-endian reader, CRC32C, and the header/footer every file
-//! carries.
+//! popcounts, a bounds-checked little-endian reader, CRC32C, the header/footer every file
+//! carries, compressed integer columns read by row in place ([`column`](mod@column)), and the vector
+//! similarity kernels ([`distance`]) that exact and approximate nearest-neighbour search share.
 //!
 //! Nothing here knows about documents or queries; every decoder treats its input as untrusted and
 //! returns [`CodecError`] instead of panicking.
 
 pub mod bitpack;
 pub mod checksum;
+pub mod column;
 pub mod cpu;
 pub mod dense;
+pub mod distance;
 pub mod error;
 pub mod framing;
 pub mod popcount;
