@@ -161,6 +161,21 @@ fn ranked_per_second(p: &Probe, skip: usize) -> (f64, u64, usize) {
 /// Renders the W2 sections; charts go next to the report as `<stem>-*.png`.
 pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Result<String> {
     let mut md = String::new();
+    setup_section(&mut md, st, s);
+    let chart = |n: &str| out_dir.join(format!("{stem}-{n}.png"));
+    let (warm_stats, ev_stats, lim_stats) = latency_sections(&mut md, st, &chart)?;
+    let cold = cold_start_section(&mut md, st, &chart("coldstart"), stem);
+    if st.outcomes.iter().any(|o| o.limited.is_some()) {
+        limited_runs_section(&mut md, st);
+    }
+    marginalia_section(&mut md, st, s);
+    md += &conclusion(st, &warm_stats, &ev_stats, &lim_stats, &cold);
+    Ok(md)
+}
+
+/// Section 4's introduction: the queries, the processes and conditions, the configurations'
+/// index sizes and memory limits, and the configurations skipped.
+fn setup_section(md: &mut String, st: &W2Study, s: &W2Settings) {
     let sample: Vec<String> = st
         .sample_per_class
         .iter()
@@ -224,30 +239,37 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
         let _ = writeln!(md, "- **No memory-limited runs**: {n}");
     }
     md.push('\n');
+}
 
-    let chart = |n: &str| out_dir.join(format!("{stem}-{n}.png"));
-    md += "### 4.1 Warm cache: per-class latency, ms (p50 / p99 / mean)\n\n";
+/// Sections 4.1 to 4.3: per-class latency warm, evicted and memory-limited (when any run was);
+/// returns each condition's statistics per configuration.
+fn latency_sections(
+    md: &mut String,
+    st: &W2Study,
+    chart: &dyn Fn(&str) -> std::path::PathBuf,
+) -> Result<(Stats, Stats, Stats)> {
+    *md += "### 4.1 Warm cache: per-class latency, ms (p50 / p99 / mean)\n\n";
     let warm: Vec<(&str, Probe)> = st
         .outcomes
         .iter()
         .map(|o| (o.label.as_str(), o.warm.clone()))
         .collect();
     let warm_stats = condition(
-        &mut md,
+        md,
         st,
         "W2 warm cache: p50 per class",
         &warm,
         WARM_SKIP as usize,
         &chart("warm"),
     )?;
-    md += "### 4.2 Evicted before every query: latency of the first search after open, ms (p50 / p99 / mean)\n\n";
+    *md += "### 4.2 Evicted before every query: latency of the first search after open, ms (p50 / p99 / mean)\n\n";
     let ev: Vec<(&str, Probe)> = st
         .outcomes
         .iter()
         .map(|o| (o.label.as_str(), evicted_as_probe(o)))
         .collect();
     let ev_stats = condition(
-        &mut md,
+        md,
         st,
         "W2 evicted: first search p50 per class",
         &ev,
@@ -262,9 +284,9 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
     let lim_stats = if lim.is_empty() {
         BTreeMap::new()
     } else {
-        md += "### 4.3 Memory-limited (cgroup): per-class latency, ms (p50 / p99 / mean)\n\n";
+        *md += "### 4.3 Memory-limited (cgroup): per-class latency, ms (p50 / p99 / mean)\n\n";
         condition(
-            &mut md,
+            md,
             st,
             "W2 memory-limited: p50 per class",
             &lim,
@@ -272,8 +294,18 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
             &chart("limited"),
         )?
     };
+    Ok((warm_stats, ev_stats, lim_stats))
+}
 
-    md += "### 4.4 Cold start (evicted), memory and disk\n\n\
+/// Section 4.4: cold start, memory and disk per configuration, with its chart at `chart_path`;
+/// returns each configuration's median open → first result, µs.
+fn cold_start_section(
+    md: &mut String,
+    st: &W2Study,
+    chart_path: &Path,
+    stem: &str,
+) -> BTreeMap<String, f64> {
+    *md += "### 4.4 Cold start (evicted), memory and disk\n\n\
             Medians over the evicted processes (one per sampled query): open time, open → first \
             result (open + the first search, stored ids included), spawn → exit of the process \
             (JVM start included for Lucene), the driver's own peak RSS (`VmHWM`, the largest), \
@@ -322,7 +354,7 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
         })
         .collect();
     if charts::grouped_bars(
-        &chart("coldstart"),
+        chart_path,
         "W2 cold start (evicted)",
         "ms (log)",
         &groups,
@@ -333,45 +365,50 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
     {
         let _ = writeln!(md, "![cold start]({stem}-coldstart.png)\n");
     }
+    cold
+}
 
-    if !lim.is_empty() {
-        md += "### 4.5 Memory-limited runs: what the cgroup saw\n\n\
-                Read from the group after the driver exited (the page cache it charged stays \
-                charged until the group is removed): the limit, the peak usage \
-                (`memory.max_usage_in_bytes`), how often the usage hit the limit \
-                (`memory.failcnt`), the page cache still charged (`memory.stat` `cache`) and the \
-                pages the group read in (`pgpgin`, 4 KiB each); the driver's own `VmHWM` and \
-                disk bytes. A peak usage at the limit with a fail count above zero means the \
-                kernel reclaimed the group's own pages to make room: the index did not fit.\n\n\
-                | configuration | run | limit MiB | peak usage MiB | failcnt | cache MiB | pgpgin MiB | driver VmHWM MiB | disk MB read |\n\
-                |---|---|---:|---:|---:|---:|---:|---:|---:|\n";
-        for o in &st.outcomes {
-            for (run, l) in [
-                ("top10", &o.limited),
-                ("lookup", &o.lookup_limited),
-                ("execution", &o.exec_limited),
-            ] {
-                let Some(Limited { probe, mem }) = l else {
-                    continue;
-                };
-                let stat = |k: &str| mem.stat.get(k).copied().unwrap_or(0) as f64;
-                let _ = writeln!(
-                    md,
-                    "| {} | {run} | {:.1} | {:.1} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
-                    o.label,
-                    mem.limit_bytes as f64 / MIB,
-                    mem.max_usage_bytes as f64 / MIB,
-                    mem.failcnt,
-                    stat("cache") / MIB,
-                    stat("pgpgin") * 4096.0 / MIB,
-                    probe.end["peak_rss_bytes"].as_f64().unwrap_or(f64::NAN) / MIB,
-                    probe.end["read_bytes"].as_f64().unwrap_or(f64::NAN) / 1e6,
-                );
-            }
+/// Section 4.5: what the memory groups of the memory-limited runs saw.
+fn limited_runs_section(md: &mut String, st: &W2Study) {
+    *md += "### 4.5 Memory-limited runs: what the cgroup saw\n\n\
+            Read from the group after the driver exited (the page cache it charged stays \
+            charged until the group is removed): the limit, the peak usage \
+            (`memory.max_usage_in_bytes`), how often the usage hit the limit \
+            (`memory.failcnt`), the page cache still charged (`memory.stat` `cache`) and the \
+            pages the group read in (`pgpgin`, 4 KiB each); the driver's own `VmHWM` and \
+            disk bytes. A peak usage at the limit with a fail count above zero means the \
+            kernel reclaimed the group's own pages to make room: the index did not fit.\n\n\
+            | configuration | run | limit MiB | peak usage MiB | failcnt | cache MiB | pgpgin MiB | driver VmHWM MiB | disk MB read |\n\
+            |---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for o in &st.outcomes {
+        for (run, l) in [
+            ("top10", &o.limited),
+            ("lookup", &o.lookup_limited),
+            ("execution", &o.exec_limited),
+        ] {
+            let Some(Limited { probe, mem }) = l else {
+                continue;
+            };
+            let stat = |k: &str| mem.stat.get(k).copied().unwrap_or(0) as f64;
+            let _ = writeln!(
+                md,
+                "| {} | {run} | {:.1} | {:.1} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                o.label,
+                mem.limit_bytes as f64 / MIB,
+                mem.max_usage_bytes as f64 / MIB,
+                mem.failcnt,
+                stat("cache") / MIB,
+                stat("pgpgin") * 4096.0 / MIB,
+                probe.end["peak_rss_bytes"].as_f64().unwrap_or(f64::NAN) / MIB,
+                probe.end["read_bytes"].as_f64().unwrap_or(f64::NAN) / 1e6,
+            );
         }
-        md.push('\n');
     }
+    md.push('\n');
+}
 
+/// Section 4.6: the Marginalia benchmarks (lookup and execution).
+fn marginalia_section(md: &mut String, st: &W2Study, s: &W2Settings) {
     let _ = writeln!(
         md,
         "### 4.6 The Marginalia benchmarks\n\n\
@@ -419,9 +456,6 @@ pub fn render(st: &W2Study, s: &W2Settings, out_dir: &Path, stem: &str) -> Resul
         );
     }
     md.push('\n');
-
-    md += &conclusion(st, &warm_stats, &ev_stats, &lim_stats, &cold);
-    Ok(md)
 }
 
 type Stats = BTreeMap<String, BTreeMap<String, Summary>>;

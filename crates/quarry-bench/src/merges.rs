@@ -280,6 +280,111 @@ fn row(name: &str, h: &Histogram<u64>) -> String {
     )
 }
 
+/// The search latencies of the three phases and the segments searched.
+struct Phases {
+    idle: Histogram<u64>,
+    segments_idle: usize,
+    conc: Concurrent,
+    idle_after: Histogram<u64>,
+    segments_after: usize,
+}
+
+/// The report's latency section: idle vs during indexing and merges, and the merges that ran.
+fn latency_section(args: &MergesArgs, p: &Phases) -> String {
+    let Phases {
+        idle,
+        segments_idle,
+        conc,
+        idle_after,
+        segments_after,
+    } = p;
+    let ratio = |a: &Histogram<u64>, b: &Histogram<u64>| {
+        a.value_at_quantile(0.99) as f64 / b.value_at_quantile(0.99).max(1) as f64
+    };
+    let merge_secs: Vec<f64> = conc.merges.iter().map(|m| m.seconds).collect();
+    let merge_total: f64 = merge_secs.iter().sum();
+    let merge_max = merge_secs.iter().copied().fold(0.0, f64::max);
+    let merged_docs: u64 = conc.merges.iter().map(|m| u64::from(m.docs)).sum();
+    let mut md = String::new();
+    md += "## Search latency: idle vs while indexing and merging\n\n\
+           | phase | searches | p50 µs | p99 µs | p99.9 µs | max µs |\n|---|---|---|---|---|---|\n";
+    md += &row(
+        &format!("idle, initial index ({segments_idle} segments)"),
+        idle,
+    );
+    md += &row(
+        "during indexing + background merges, NRT reader",
+        &conc.hist,
+    );
+    md += &row(
+        &format!("idle, grown index ({segments_after} segments)"),
+        idle_after,
+    );
+    md += &format!(
+        "\np99 during merges / idle p99: **{:.2}x** against the initial index, **{:.2}x** \
+         against the grown one (target: at most 2x).\n\n\
+         During that phase one writer thread indexed {} docs in {:.1} s ({:.0} docs/s) with \
+         background merges on and a commit every {} ms ({} commits; each publishes to the \
+         near-real-time reader and lets the tiered policy start a merge), while the search \
+         thread took a fresh searcher before every query. Background merges: **{}** ran \
+         (merged {} docs), {:.2} s in all, the longest {:.2} s; {} segments at the end.\n\n",
+        ratio(&conc.hist, idle),
+        ratio(&conc.hist, idle_after),
+        conc.docs,
+        conc.seconds,
+        conc.docs as f64 / conc.seconds,
+        args.refresh_ms,
+        conc.commits,
+        conc.merges.len(),
+        merged_docs,
+        merge_total,
+        merge_max,
+        conc.segments_after,
+    );
+    md
+}
+
+/// `per_class` evenly spaced queries of each class of `queries`.
+fn query_sample(queries: &[crate::protocol::QuerySpec], per_class: usize) -> Vec<String> {
+    let mut sample = Vec::new();
+    for class in CLASSES {
+        let of: Vec<&str> = queries
+            .iter()
+            .filter(|q| q.class == *class)
+            .map(|q| q.query.as_str())
+            .collect();
+        let k = per_class.min(of.len());
+        sample.extend((0..k).map(|i| of[i * of.len() / k.max(1)].to_string()));
+    }
+    sample
+}
+
+/// Builds the initial index of `docs` in `dir`, one commit; returns the seconds it took.
+fn build_index(dir: &Path, docs: &[CorpusDoc]) -> Result<f64> {
+    let t = Instant::now();
+    let schema = schema();
+    let mut w = IndexWriter::create(dir, schema.clone(), WriterOptions::default())?;
+    for (id, ti, b) in docs {
+        w.add_document(document(&schema, *id, ti.as_deref(), b.as_deref())?)?;
+    }
+    w.commit()?;
+    drop(w);
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// One untimed warm-up round over `queries`, then timed rounds for `min_time` on an idle
+/// index; returns the latencies and the segments searched.
+fn idle_searches(
+    reader: &IndexReader,
+    queries: &[Query],
+    min_time: Duration,
+) -> Result<(Histogram<u64>, usize)> {
+    search_loop(&|| reader.searcher(), queries, Duration::ZERO, None)?; // warm-up round
+    let segments = reader.searcher().segments().len();
+    let (h, _) = search_loop(&|| reader.searcher(), queries, min_time, None)?;
+    Ok((h, segments))
+}
+
 pub fn run(args: MergesArgs) -> Result<()> {
     let repo = crate::orchestrator::find_repo(args.repo.clone())?;
     let load_start = loadavg();
@@ -290,18 +395,7 @@ pub fn run(args: MergesArgs) -> Result<()> {
     let mut docs = read_docs(&docs_path, args.docs)?;
     let initial = docs.len() * args.initial_percent.min(100) / 100;
     let rest = docs.split_off(initial);
-    // The query sample: `queries_per_class` evenly spaced queries of each class.
-    let mut sample = Vec::new();
-    for class in CLASSES {
-        let of: Vec<&str> = prepared
-            .queries
-            .iter()
-            .filter(|q| q.class == *class)
-            .map(|q| q.query.as_str())
-            .collect();
-        let k = args.queries_per_class.min(of.len());
-        sample.extend((0..k).map(|i| of[i * of.len() / k.max(1)].to_string()));
-    }
+    let sample = query_sample(&prepared.queries, args.queries_per_class);
     let work = repo.join("bench/results/tmp/merges");
     if work.exists() {
         std::fs::remove_dir_all(&work)?;
@@ -310,16 +404,7 @@ pub fn run(args: MergesArgs) -> Result<()> {
     let dir = work.join("index");
 
     eprintln!("[merges] building the initial index: {} docs", docs.len());
-    let t = Instant::now();
-    {
-        let schema = schema();
-        let mut w = IndexWriter::create(&dir, schema.clone(), WriterOptions::default())?;
-        for (id, ti, b) in &docs {
-            w.add_document(document(&schema, *id, ti.as_deref(), b.as_deref())?)?;
-        }
-        w.commit()?;
-    }
-    let build_seconds = t.elapsed().as_secs_f64();
+    let build_seconds = build_index(&dir, &docs)?;
     let reader = IndexReader::open_with(&dir, DirectoryKind::Mmap, ReloadPolicy::Manual)?;
     let queries: Vec<Query> = sample
         .iter()
@@ -327,9 +412,7 @@ pub fn run(args: MergesArgs) -> Result<()> {
         .collect::<quarry::Result<_>>()?;
     let idle_time = Duration::from_secs(args.idle_seconds);
     eprintln!("[merges] idle searches ({} queries)", queries.len());
-    search_loop(&|| reader.searcher(), &queries, Duration::ZERO, None)?; // warm-up round
-    let segments_idle = reader.searcher().segments().len();
-    let (idle, _) = search_loop(&|| reader.searcher(), &queries, idle_time, None)?;
+    let (idle, segments_idle) = idle_searches(&reader, &queries, idle_time)?;
     drop(reader);
 
     eprintln!("[merges] searching while indexing {} more docs", rest.len());
@@ -338,9 +421,7 @@ pub fn run(args: MergesArgs) -> Result<()> {
 
     eprintln!("[merges] idle searches on the grown index");
     let reader = IndexReader::open_with(&dir, DirectoryKind::Mmap, ReloadPolicy::Manual)?;
-    search_loop(&|| reader.searcher(), &queries, Duration::ZERO, None)?;
-    let segments_after = reader.searcher().segments().len();
-    let (idle_after, _) = search_loop(&|| reader.searcher(), &queries, idle_time, None)?;
+    let (idle_after, segments_after) = idle_searches(&reader, &queries, idle_time)?;
     drop(reader);
 
     eprintln!("[merges] refresh latency");
@@ -353,13 +434,6 @@ pub fn run(args: MergesArgs) -> Result<()> {
     std::fs::remove_dir_all(&work)?;
     let load_end = loadavg();
 
-    let ratio = |a: &Histogram<u64>, b: &Histogram<u64>| {
-        a.value_at_quantile(0.99) as f64 / b.value_at_quantile(0.99).max(1) as f64
-    };
-    let merge_secs: Vec<f64> = conc.merges.iter().map(|m| m.seconds).collect();
-    let merge_total: f64 = merge_secs.iter().sum();
-    let merge_max = merge_secs.iter().copied().fold(0.0, f64::max);
-    let merged_docs: u64 = conc.merges.iter().map(|m| u64::from(m.docs)).sum();
     let cmd = format!(
         "cargo run --release -p quarry-bench -- merges --docs {} --initial-percent {} \
          --queries-per-class {} --idle-seconds {} --refresh-ms {} --refresh-batches {} \
@@ -395,40 +469,15 @@ pub fn run(args: MergesArgs) -> Result<()> {
         args.queries_per_class,
         CLASSES.join(", "),
     );
-    md += "## Search latency: idle vs while indexing and merging\n\n\
-           | phase | searches | p50 µs | p99 µs | p99.9 µs | max µs |\n|---|---|---|---|---|---|\n";
-    md += &row(
-        &format!("idle, initial index ({segments_idle} segments)"),
-        &idle,
-    );
-    md += &row(
-        "during indexing + background merges, NRT reader",
-        &conc.hist,
-    );
-    md += &row(
-        &format!("idle, grown index ({segments_after} segments)"),
-        &idle_after,
-    );
-    md += &format!(
-        "\np99 during merges / idle p99: **{:.2}x** against the initial index, **{:.2}x** \
-         against the grown one (target: at most 2x).\n\n\
-         During that phase one writer thread indexed {} docs in {:.1} s ({:.0} docs/s) with \
-         background merges on and a commit every {} ms ({} commits; each publishes to the \
-         near-real-time reader and lets the tiered policy start a merge), while the search \
-         thread took a fresh searcher before every query. Background merges: **{}** ran \
-         (merged {} docs), {:.2} s in all, the longest {:.2} s; {} segments at the end.\n\n",
-        ratio(&conc.hist, &idle),
-        ratio(&conc.hist, &idle_after),
-        conc.docs,
-        conc.seconds,
-        conc.docs as f64 / conc.seconds,
-        args.refresh_ms,
-        conc.commits,
-        conc.merges.len(),
-        merged_docs,
-        merge_total,
-        merge_max,
-        conc.segments_after,
+    md += &latency_section(
+        &args,
+        &Phases {
+            idle,
+            segments_idle,
+            conc,
+            idle_after,
+            segments_after,
+        },
     );
     let (p50, p99, p999, max) = pct(&refresh);
     md += &format!(

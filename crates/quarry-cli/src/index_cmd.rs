@@ -152,60 +152,21 @@ fn check_target(args: &IndexArgs) -> Result<()> {
             }
             Ok(())
         }
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        // Not a directory on the way, no permission, ...: nothing can be created there either.
+        Err(e) if args.append => {
+            Err(e).with_context(|| format!("cannot open the index {}", path.display()))
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot create an index in {}", path.display())),
     }
 }
 
+/// Indexes `args.input` into `args.index`: checks the target, settles the schema, opens the
+/// writer (none on a dry run), reads every document into it, then commits and merges.
 pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
     check_target(args)?;
     let files = input::expand(&args.input)?;
-    let mut inferred = false;
-    let schema = match &args.schema {
-        None if args.append => None,
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read schema {}", p.display()))?;
-            Some(Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?)
-        }
-        None => {
-            inferred = true;
-            Some(infer_schema(&args.input, &files, args.skip_bad)?)
-        }
-    };
-    let opts = WriterOptions {
-        threads: args
-            .threads
-            .unwrap_or_else(|| WriterOptions::default().threads)
-            .max(1),
-        ram_budget_bytes: args.ram_mb.max(16) << 20,
-        merge_policy: MergePolicy::default(),
-        directory: args.directory,
-    };
-    let mut writer = if args.dry_run {
-        None
-    } else if args.append {
-        let w = IndexWriter::open(&args.index, opts)?;
-        if let (Some(s), Some(p)) = (&schema, &args.schema) {
-            if w.schema() != s {
-                bail!(
-                    "the schema of {} differs from {}",
-                    args.index.display(),
-                    p.display()
-                );
-            }
-        }
-        Some(w)
-    } else {
-        let Some(schema) = schema.clone() else {
-            bail!("no schema: give --schema FILE")
-        };
-        let made = if args.overwrite {
-            IndexWriter::overwrite(&args.index, schema, opts)
-        } else {
-            IndexWriter::create(&args.index, schema, opts)
-        };
-        Some(made.with_context(|| format!("cannot create an index in {}", args.index.display()))?)
-    };
+    let (schema, inferred) = given_schema(args, &files)?;
+    let mut writer = open_writer(args, &schema)?;
     let schema = match (&writer, schema) {
         (Some(w), _) => w.schema().clone(),
         (None, Some(s)) => s,
@@ -218,17 +179,110 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             schema.to_json()
         );
     }
-    let key = match &args.key {
-        None => None,
-        Some(k) => Some(
-            schema
-                .field_id(k)
-                .ok_or_else(|| quarry::Error::UnknownField {
-                    field: k.clone(),
-                    known: schema.fields().iter().map(|f| f.name.clone()).collect(),
-                })?,
-        ),
+    let key = key_field(args, &schema)?;
+    let bar = progress_bar(args, &files);
+    let start = Instant::now();
+    let (docs, skipped) = read_documents(args, &files, &schema, key, writer.as_mut(), &bar, start)?;
+    let Some(writer) = writer else {
+        bar.finish_and_clear();
+        return Ok(IndexSummary {
+            docs,
+            skipped,
+            segments: 0,
+            bytes: 0,
+            seconds: start.elapsed().as_secs_f64(),
+            live_docs: 0,
+            dry_run: true,
+        });
     };
+    let stats = commit_and_merge(args, writer, &bar)?;
+    bar.finish_and_clear();
+    let index = quarry::Index::open(&args.index)?;
+    let bytes: u64 = quarry::index::inspect(&index).bytes.values().sum();
+    Ok(IndexSummary {
+        docs,
+        skipped,
+        segments: stats.segments,
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        live_docs: stats.live_docs,
+        dry_run: false,
+    })
+}
+
+/// The schema of this run and whether it was inferred: from `--schema`, inferred from the
+/// input, or none (`--append` without `--schema`: the index's own).
+fn given_schema(args: &IndexArgs, files: &[PathBuf]) -> Result<(Option<Schema>, bool)> {
+    Ok(match &args.schema {
+        None if args.append => (None, false),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read schema {}", p.display()))?;
+            let schema =
+                Schema::from_json(&text).with_context(|| format!("schema {}", p.display()))?;
+            (Some(schema), false)
+        }
+        None => (Some(infer_schema(&args.input, files, args.skip_bad)?), true),
+    })
+}
+
+/// The writer of this run (none on a dry run): the existing index's with `--append` (whose
+/// schema must be `schema` when one was given), else a new or replacing index's.
+fn open_writer(args: &IndexArgs, schema: &Option<Schema>) -> Result<Option<IndexWriter>> {
+    let opts = WriterOptions {
+        threads: args
+            .threads
+            .unwrap_or_else(|| WriterOptions::default().threads)
+            .max(1),
+        ram_budget_bytes: args.ram_mb.max(16) << 20,
+        merge_policy: MergePolicy::default(),
+        directory: args.directory,
+    };
+    if args.dry_run {
+        return Ok(None);
+    }
+    if args.append {
+        let w = IndexWriter::open(&args.index, opts)?;
+        if let (Some(s), Some(p)) = (schema, &args.schema) {
+            if w.schema() != s {
+                bail!(
+                    "the schema of {} differs from {}",
+                    args.index.display(),
+                    p.display()
+                );
+            }
+        }
+        return Ok(Some(w));
+    }
+    let Some(schema) = schema.clone() else {
+        bail!("no schema: give --schema FILE")
+    };
+    let made = if args.overwrite {
+        IndexWriter::overwrite(&args.index, schema, opts)
+    } else {
+        IndexWriter::create(&args.index, schema, opts)
+    };
+    Ok(Some(made.with_context(|| {
+        format!("cannot create an index in {}", args.index.display())
+    })?))
+}
+
+/// The id of the `--key` field, if one was given.
+fn key_field(args: &IndexArgs, schema: &Schema) -> Result<Option<u32>> {
+    let Some(k) = &args.key else {
+        return Ok(None);
+    };
+    Ok(Some(schema.field_id(k).ok_or_else(|| {
+        quarry::Error::UnknownField {
+            field: k.clone(),
+            known: schema.fields().iter().map(|f| f.name.clone()).collect(),
+        }
+    })?))
+}
+
+/// The progress bar: hidden with `--quiet`, a spinner when an input is compressed (its size
+/// says nothing about the bytes to read), else a bar over the inputs' total size.
+fn progress_bar(args: &IndexArgs, files: &[PathBuf]) -> ProgressBar {
     let total_bytes: u64 = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
@@ -251,11 +305,25 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         .expect("template")
         .progress_chars("=> "),
     );
-    let start = Instant::now();
+    bar
+}
+
+/// Reads every document of `files` into `writer` (none: a dry run only checks them), upserting
+/// by `key`; returns the documents read and the bad lines skipped (`--skip-bad`; without it the
+/// first bad line fails the run).
+fn read_documents(
+    args: &IndexArgs,
+    files: &[PathBuf],
+    schema: &Schema,
+    key: Option<u32>,
+    mut writer: Option<&mut IndexWriter>,
+    bar: &ProgressBar,
+    start: Instant,
+) -> Result<(u64, u64)> {
     let key_name = args.key.as_deref().unwrap_or_default();
     let ingest = Ingest {
-        files: &files,
-        schema: &schema,
+        files,
+        schema,
         key: key.map(|k| (k, key_name)),
         mode: args.read_mode,
         mmap_range: input::MmapRange {
@@ -272,7 +340,7 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         for parsed in batch {
             match parsed.doc {
                 Ok((doc, key)) => {
-                    match (writer.as_mut(), key) {
+                    match (writer.as_deref_mut(), key) {
                         (None, _) => {}
                         (Some(w), None) => {
                             w.add_document(doc)?;
@@ -307,18 +375,16 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
         ));
         Ok(())
     })?;
-    let Some(mut writer) = writer else {
-        bar.finish_and_clear();
-        return Ok(IndexSummary {
-            docs,
-            skipped,
-            segments: 0,
-            bytes: 0,
-            seconds: start.elapsed().as_secs_f64(),
-            live_docs: 0,
-            dry_run: true,
-        });
-    };
+    Ok((docs, skipped))
+}
+
+/// Commits what was read, then waits for the merge policy's merges (or runs `--force-merge`);
+/// returns the statistics of the last commit.
+fn commit_and_merge(
+    args: &IndexArgs,
+    mut writer: IndexWriter,
+    bar: &ProgressBar,
+) -> Result<quarry::CommitStats> {
     bar.set_message("committing");
     writer.set_user_data("source", &args.input.display().to_string());
     // The merge policy's merges run on the merge thread after the commit, so that a merge
@@ -341,16 +407,5 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             })?;
     }
     drop(writer);
-    bar.finish_and_clear();
-    let index = quarry::Index::open(&args.index)?;
-    let bytes: u64 = quarry::index::inspect(&index).bytes.values().sum();
-    Ok(IndexSummary {
-        docs,
-        skipped,
-        segments: stats.segments,
-        bytes,
-        seconds: start.elapsed().as_secs_f64(),
-        live_docs: stats.live_docs,
-        dry_run: false,
-    })
+    Ok(stats)
 }

@@ -1,28 +1,32 @@
 //! Searching a committed index: parse, build weights with whole-index statistics, score every
 //! segment, collect the top k by BM25 with ties in index order.
+//!
+//! This module holds the public API ([`Searcher`], its modes, options and result); one
+//! segment's execution is in `segment_search`, fetching hits' stored fields in `stored`.
 pub mod bm25;
 pub mod collector;
 mod conjunction;
 mod count;
 mod phrase;
 pub mod scorer;
+mod segment_search;
 pub mod stats;
+mod stored;
 mod union;
 pub mod weight;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Map, Value};
-
 pub use bm25::{Bm25, FieldStats};
 pub use collector::{AllLive, Budget, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
-use scorer::{Scorer, TERMINATED};
+use scorer::TERMINATED;
+pub(crate) use segment_search::scorer_corruption;
+use segment_search::search_segment;
 pub use stats::{CollectionStats, TermStats};
 use weight::{Context, Weight};
 
 use crate::codec::livedocs::LiveDocs;
-use crate::codec::postings::Corruption;
 use crate::index::SegmentReader;
 use crate::query::{FieldAnalysis, Operator, Query, QueryParser};
 use crate::schema::{FieldType, Schema};
@@ -358,318 +362,4 @@ impl Searcher {
         }
         Ok(out)
     }
-
-    /// The stored fields of a hit.
-    pub fn stored_fields(&self, doc: DocAddress) -> Result<Map<String, Value>> {
-        let seg = self.segments.get(doc.segment as usize).ok_or_else(|| {
-            Error::InvalidArgument(format!("segment {} out of range", doc.segment))
-        })?;
-        seg.stored_fields(doc.doc)
-    }
-
-    /// The stored fields of several hits (e.g. a result page), in the order given: per segment,
-    /// one batched read of the blocks they are in ([`SegmentReader::stored_docs`]). Same result
-    /// as calling [`Searcher::stored_fields`] for each.
-    pub fn docs(&self, docs: &[DocAddress]) -> Result<Vec<Map<String, Value>>> {
-        let mut out: Vec<Option<Map<String, Value>>> = vec![None; docs.len()];
-        let mut by_segment: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
-        for (i, d) in docs.iter().enumerate() {
-            by_segment.entry(d.segment).or_default().push(i);
-        }
-        for (segment, idx) in by_segment {
-            let seg = self
-                .segments
-                .get(segment as usize)
-                .ok_or_else(|| Error::InvalidArgument(format!("segment {segment} out of range")))?;
-            let ids: Vec<u32> = idx.iter().map(|&i| docs[i].doc).collect();
-            for (i, fields) in idx.into_iter().zip(seg.stored_docs(&ids)?) {
-                out[i] = Some(fields);
-            }
-        }
-        Ok(out
-            .into_iter()
-            .map(|f| f.expect("every hit fetched"))
-            .collect())
-    }
-}
-
-/// Searches one segment into `c`; returns (live matches counted, whether documents were
-/// skipped). Monomorphized per live-documents filter, so segments without deletions pay nothing.
-fn search_segment<L: LiveFilter>(
-    weight: &Weight,
-    union: Option<&[&Weight]>,
-    seg: &SegmentReader,
-    ord: usize,
-    mut c: LeafCollector<'_, L>,
-    mode: SearchMode,
-) -> Result<(u64, bool)> {
-    if let Some(terms) = union {
-        let mut scorers = Vec::with_capacity(terms.len());
-        for w in terms {
-            if let Some(s) = w.term_scorer(seg, ord)? {
-                scorers.push(s);
-            }
-        }
-        let skipped = match (scorers.as_mut_slice(), mode) {
-            ([t], SearchMode::Top) => union::top_k_term(t, &mut c),
-            // One term in a segment without deletions: its count is its document frequency,
-            // so the top k come from the pruned walk and the count from the term entry.
-            ([t], SearchMode::TopCount) if L::ALL_LIVE => {
-                union::top_k_term(t, &mut c);
-                let df = t.cost();
-                c.count(df.saturating_sub(c.counted()));
-                false
-            }
-            // One term: the generic loop, monomorphized for the term scorer.
-            ([t], _) => collect_segment(t, &mut c, mode),
-            (_, SearchMode::Top) => union::top_k(&mut scorers, &mut c),
-            // The top k from the pruned walk, then, if it skipped documents, the exact count:
-            // for two terms without deletions from `Weight::fast_count`, as a count takes it
-            // (`count::count_or2`: `|a| + |b| - |a AND b|`, reading only the intersection),
-            // else a second pass that only ORs doc ids (bitsets, no scores).
-            // Both together read far less than scoring every document.
-            (_, SearchMode::TopCount) => {
-                if union::top_k(&mut scorers, &mut c) && !c.out_of_time() {
-                    if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
-                        return Err(scorer_corruption(seg, why));
-                    }
-                    if L::ALL_LIVE {
-                        let walked = c.counted();
-                        if let Some(n) = weight.fast_count(seg, ord, c.budget_mut())? {
-                            // A count cut short by the deadline is no count: the walk's lower
-                            // bound stays (and the search reports the timeout).
-                            if c.budget_mut().expired() {
-                                return Ok((walked, true));
-                            }
-                            c.reset_count();
-                            c.count(n);
-                            return Ok((n, false));
-                        }
-                    }
-                    scorers.clear();
-                    for w in terms {
-                        if let Some(s) = w.term_scorer(seg, ord)? {
-                            scorers.push(s);
-                        }
-                    }
-                    c.reset_count();
-                    union::exhaustive(&mut scorers, &mut c, false);
-                }
-                false
-            }
-            (_, SearchMode::Count) => {
-                union::exhaustive(&mut scorers, &mut c, false);
-                false
-            }
-        };
-        if let Some(why) = scorers.iter().find_map(|s| s.corruption()) {
-            return Err(scorer_corruption(seg, why));
-        }
-        return Ok((c.counted(), skipped));
-    }
-    if mode != SearchMode::Count {
-        if let Some(ws) = weight.term_conjunction() {
-            let mut terms = Vec::with_capacity(ws.len());
-            for w in ws {
-                match w.term_scorer(seg, ord)? {
-                    Some(t) => terms.push(t),
-                    None => return Ok((0, false)),
-                }
-            }
-            // The order (and so the summation order) of `TermConjunction`.
-            terms.sort_by_key(|t| t.cost());
-            // Pruned in `Top` mode only: in `TopCount` every match is scored (a pruned walk and
-            // then a count from doc ids alone were measured slower: the walk prunes little
-            // where the count costs most).
-            let prune = mode == SearchMode::Top;
-            let skipped = match Weight::term_dense_and(ws, seg, ord)? {
-                // Common terms: the candidates from bitsets.
-                Some(mut and) => {
-                    let skipped = conjunction::dense(&mut terms, &mut and, &mut c, prune);
-                    if let Some(why) = and.corruption() {
-                        return Err(scorer_corruption(seg, why));
-                    }
-                    skipped
-                }
-                None => conjunction::top_k(&mut terms, &mut c, prune),
-            };
-            if let Some(why) = terms.iter().find_map(|s| s.corruption()) {
-                return Err(scorer_corruption(seg, why));
-            }
-            return Ok((c.counted(), skipped));
-        }
-    }
-    // `+a -b -c`: the pruned walk of `a`, the prohibited terms checked for competitive
-    // documents only; with the exact count (no deletions) from doc ids alone,
-    // `df(a) - |a ∩ (b ∪ c)|`, which costs less than scoring every match.
-    let top_count = mode == SearchMode::TopCount && L::ALL_LIVE;
-    if mode == SearchMode::Top || top_count {
-        if let Some((req, not)) = weight.term_exclusion() {
-            let count = if top_count {
-                weight.fast_count(seg, ord, c.budget_mut())?
-            } else {
-                None
-            };
-            if !top_count || count.is_some() {
-                let Some(mut t) = req.term_scorer(seg, ord)? else {
-                    return Ok((0, false));
-                };
-                let mut excl = Vec::with_capacity(not.len());
-                for w in not {
-                    if let Some(mut x) = w.term_scorer(seg, ord)? {
-                        x.cursor_mut().set_docs_only();
-                        excl.push(x);
-                    }
-                }
-                let skipped = union::top_k_term_excluding(&mut t, &mut excl, &mut c);
-                if let Some(why) = std::iter::once(&t)
-                    .chain(&excl)
-                    .find_map(|s| s.corruption())
-                {
-                    return Err(scorer_corruption(seg, why));
-                }
-                match count {
-                    // A count or walk cut short by the deadline: the walk's lower bound stays.
-                    Some(_) if c.budget_mut().expired() => return Ok((c.counted(), true)),
-                    Some(n) => {
-                        c.reset_count();
-                        c.count(n);
-                        return Ok((n, false));
-                    }
-                    None => return Ok((c.counted(), skipped)),
-                }
-            }
-        }
-    }
-    let Some(mut s) = weight.scorer(seg, ord)? else {
-        return Ok((0, false));
-    };
-    let skipped = collect_segment(&mut *s, &mut c, mode) | s.pruned();
-    if let Some(why) = s.corruption() {
-        return Err(scorer_corruption(seg, why));
-    }
-    Ok((c.counted(), skipped))
-}
-
-/// The error of a scorer over `seg` that stopped on damaged bytes: in the file its failed check
-/// named (`.pos`, `.norms`), else in the postings.
-pub(crate) fn scorer_corruption(seg: &SegmentReader, why: Corruption) -> Error {
-    let file = why.file.unwrap_or_else(|| format!("{}.post", seg.name()));
-    Error::corrupt(file, why.reason)
-}
-/// Doc ids scored between two checks of the time budget in the exhaustive loops.
-const CHUNK: u32 = 4096;
-
-/// Scores one segment into the collector; returns whether documents were skipped (or the time
-/// budget ran out).
-fn collect_segment<S: Scorer + ?Sized, L: LiveFilter>(
-    s: &mut S,
-    c: &mut LeafCollector<'_, L>,
-    mode: SearchMode,
-) -> bool {
-    let two_phase = s.is_two_phase();
-    let mut skipped = false;
-    let mut doc = s.doc();
-    match mode {
-        // Exhaustive modes run in chunks of doc ids; the time budget is checked between them.
-        SearchMode::Count => {
-            while doc != TERMINATED {
-                let end = doc.saturating_add(CHUNK);
-                while doc < end {
-                    if c.is_live(doc) && (!two_phase || s.matches()) {
-                        c.count(1);
-                    }
-                    doc = s.next();
-                }
-                if c.out_of_time() {
-                    return true;
-                }
-            }
-        }
-        SearchMode::TopCount => {
-            while doc != TERMINATED {
-                let end = doc.saturating_add(CHUNK);
-                while doc < end {
-                    if c.is_live(doc) && (!two_phase || s.matches()) {
-                        let score = s.score();
-                        c.collect(doc, score);
-                    }
-                    doc = s.next();
-                }
-                if c.out_of_time() {
-                    return true;
-                }
-            }
-        }
-        SearchMode::Top => {
-            // Block-max skipping: a window whose best possible score cannot beat the k-th best
-            // kept score is passed over using the skip tables only (no block is decoded).
-            let mut target = doc;
-            // The bar last told to the scorer (it can then skip documents below it itself).
-            let mut told = f32::NEG_INFINITY;
-            while target != TERMINATED {
-                if c.out_of_time() {
-                    return true;
-                }
-                if let Some(threshold) = c.threshold() {
-                    if threshold > told {
-                        told = threshold;
-                        s.set_min_competitive(threshold);
-                    }
-                    let (end, max) = s.block_max(target);
-                    if max < threshold {
-                        skipped = true;
-                        if end >= TERMINATED - 1 {
-                            break;
-                        }
-                        target = end + 1;
-                        continue;
-                    }
-                    // Competitive: score the window's documents.
-                    let mut d = if s.doc() < target {
-                        s.seek(target)
-                    } else {
-                        s.doc()
-                    };
-                    while d != TERMINATED && d <= end {
-                        if c.is_live(d) && (!two_phase || s.matches()) {
-                            let score = s.score();
-                            c.collect(d, score);
-                            if let Some(t) = c.threshold() {
-                                if max < t {
-                                    break;
-                                }
-                                if t > told {
-                                    told = t;
-                                    s.set_min_competitive(t);
-                                }
-                            }
-                        }
-                        d = s.next();
-                    }
-                    if d != TERMINATED && d <= end {
-                        skipped = true;
-                        target = end.saturating_add(1);
-                    } else {
-                        target = d;
-                    }
-                } else {
-                    let d = if s.doc() < target {
-                        s.seek(target)
-                    } else {
-                        s.doc()
-                    };
-                    if d == TERMINATED {
-                        break;
-                    }
-                    if c.is_live(d) && (!two_phase || s.matches()) {
-                        let score = s.score();
-                        c.collect(d, score);
-                    }
-                    target = s.next();
-                }
-            }
-        }
-    }
-    skipped
 }

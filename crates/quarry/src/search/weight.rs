@@ -162,117 +162,90 @@ fn scoring_norms(
     }))
 }
 
+/// The pair terms an exact phrase with adjacent frequent words can read instead of the words'
+/// postings, where a segment has them.
+struct PhrasePairs {
+    /// Per adjacent pair of phrase terms: both frequent and at adjacent positions.
+    pairable: Vec<bool>,
+    /// The distinct pair terms (none for a sloppy phrase).
+    terms: Vec<String>,
+    /// Per adjacent pair: its index into `terms` (`usize::MAX`: not read as a pair).
+    of: Vec<usize>,
+}
+
+impl PhrasePairs {
+    /// The pairs of `terms` (a phrase with `slop`; only exact phrases read pairs).
+    fn of(terms: &[(u32, String)], slop: u32) -> Self {
+        let pairable: Vec<bool> = terms
+            .windows(2)
+            .map(|w| {
+                w[1].0 == w[0].0.wrapping_add(1)
+                    && crate::pairs::is_frequent(&w[0].1)
+                    && crate::pairs::is_frequent(&w[1].1)
+            })
+            .collect();
+        let mut pair_terms: Vec<String> = Vec::new();
+        let mut pair_of = vec![usize::MAX; pairable.len()];
+        if slop == 0 {
+            for (i, _) in pairable.iter().enumerate().filter(|(_, &p)| p) {
+                let t = crate::pairs::pair_term(&terms[i].1, &terms[i + 1].1);
+                pair_of[i] = intern(&mut pair_terms, t);
+            }
+        }
+        Self {
+            pairable,
+            terms: pair_terms,
+            of: pair_of,
+        }
+    }
+}
+
+/// A phrase's entries in `seg` (`None`: a word is missing there), each word's document
+/// frequency added to `dfs`.
+fn phrase_segment(
+    seg: &SegmentReader,
+    f: u32,
+    terms: &[(u32, String)],
+    words: &[&str],
+    slots: &[(usize, u32)],
+    pairs: &PhrasePairs,
+    dfs: &mut [u64],
+) -> Result<Option<PhraseEntries>> {
+    let mut found = Vec::with_capacity(words.len());
+    for (w, df) in words.iter().zip(dfs.iter_mut()) {
+        if let Some(entry) = seg.term_info(f, w.as_bytes())? {
+            *df += u64::from(entry.0.doc_freq);
+            found.push(entry);
+        }
+    }
+    if found.len() != words.len() {
+        Ok(None)
+    } else if !pairs.terms.is_empty() && seg.has_pairs(f) {
+        phrase_pieces(
+            seg,
+            f,
+            terms,
+            slots,
+            &pairs.pairable,
+            &pairs.terms,
+            &pairs.of,
+            found,
+        )
+    } else {
+        Ok(Some(PhraseEntries {
+            infos: found,
+            piece_slots: None,
+        }))
+    }
+}
+
 impl Weight {
+    /// The weight of `q` over `ctx`'s segments, its scores multiplied by `boost`.
     pub fn build(q: &Query, ctx: &Context, boost: f32) -> Result<Weight> {
         Ok(match q {
-            Query::Term { field, term } => {
-                let f = ctx.field(field)?;
-                let mut infos = Vec::with_capacity(ctx.segments.len());
-                let mut df = 0u64;
-                for seg in ctx.segments {
-                    let info = seg.term_info(f, term.as_bytes())?;
-                    df += info.as_ref().map_or(0, |(i, _)| u64::from(i.doc_freq));
-                    infos.push(info);
-                }
-                if df == 0 {
-                    return Ok(Weight::Nothing);
-                }
-                let df = ctx.scoring_doc_freq(f, term, df)?;
-                let stats = &ctx.stats[f as usize];
-                let sim = SimScorer::with_cache(
-                    boost,
-                    Bm25::idf(df, stats.doc_count),
-                    ctx.norm_caches[f as usize].clone(),
-                );
-                Weight::Term {
-                    field: f,
-                    term: term.clone(),
-                    sim: Arc::new(sim),
-                    infos,
-                }
-            }
+            Query::Term { field, term } => Weight::build_term(field, term, ctx, boost)?,
             Query::Phrase { field, terms, slop } => {
-                let f = ctx.field(field)?;
-                if !ctx.schema.field(f).has_positions() {
-                    return Err(Error::Query(format!(
-                        "field {field:?} has no positions: phrase queries need a text field"
-                    )));
-                }
-                if terms.is_empty() {
-                    return Ok(Weight::Nothing);
-                }
-                // One lookup per distinct word and segment; each phrase term points at its
-                // word's slot.
-                let mut words: Vec<&str> = Vec::with_capacity(terms.len());
-                let mut slots = Vec::with_capacity(terms.len());
-                for (offset, t) in terms {
-                    slots.push((intern(&mut words, t.as_str()), *offset));
-                }
-                // Exact phrases with adjacent frequent words read pairs where a segment has
-                // them: the distinct pair terms, and each adjacent pair's index into them.
-                let pairable: Vec<bool> = terms
-                    .windows(2)
-                    .map(|w| {
-                        w[1].0 == w[0].0.wrapping_add(1)
-                            && crate::pairs::is_frequent(&w[0].1)
-                            && crate::pairs::is_frequent(&w[1].1)
-                    })
-                    .collect();
-                let mut pair_terms: Vec<String> = Vec::new();
-                let mut pair_of = vec![usize::MAX; pairable.len()];
-                if *slop == 0 {
-                    for (i, _) in pairable.iter().enumerate().filter(|(_, &p)| p) {
-                        let t = crate::pairs::pair_term(&terms[i].1, &terms[i + 1].1);
-                        pair_of[i] = intern(&mut pair_terms, t);
-                    }
-                }
-                let mut dfs = vec![0u64; words.len()];
-                let mut segs = Vec::with_capacity(ctx.segments.len());
-                for seg in ctx.segments {
-                    let mut found = Vec::with_capacity(words.len());
-                    for (w, df) in words.iter().zip(&mut dfs) {
-                        if let Some(entry) = seg.term_info(f, w.as_bytes())? {
-                            *df += u64::from(entry.0.doc_freq);
-                            found.push(entry);
-                        }
-                    }
-                    if found.len() != words.len() {
-                        segs.push(None);
-                    } else if !pair_terms.is_empty() && seg.has_pairs(f) {
-                        segs.push(phrase_pieces(
-                            seg,
-                            f,
-                            terms,
-                            &slots,
-                            &pairable,
-                            &pair_terms,
-                            &pair_of,
-                            found,
-                        )?);
-                    } else {
-                        segs.push(Some(PhraseEntries {
-                            infos: found,
-                            piece_slots: None,
-                        }));
-                    }
-                }
-                let stats = &ctx.stats[f as usize];
-                let mut idf = 0f32;
-                for (&(slot, _), (_, t)) in slots.iter().zip(terms) {
-                    let df = ctx.scoring_doc_freq(f, t, dfs[slot])?;
-                    if df == 0 {
-                        return Ok(Weight::Nothing);
-                    }
-                    idf += Bm25::idf(df, stats.doc_count);
-                }
-                let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
-                Weight::Phrase {
-                    field: f,
-                    slots,
-                    slop: *slop,
-                    sim: Arc::new(sim),
-                    segs,
-                }
+                Weight::build_phrase(field, terms, *slop, ctx, boost)?
             }
             Query::Prefix { field, prefix } => Weight::Prefix {
                 field: ctx.field(field)?,
@@ -285,39 +258,128 @@ impl Weight {
             Query::Boolean {
                 clauses,
                 minimum_should_match,
-            } => {
-                let (mut must, mut filter, mut should, mut must_not) =
-                    (vec![], vec![], vec![], vec![]);
-                for c in clauses
-                    .iter()
-                    .filter(|c| matches!(c.occur, Occur::Filter | Occur::MustNot))
-                {
-                    let w = Weight::build(&c.query, ctx, boost)?;
-                    match c.occur {
-                        Occur::Filter => filter.push(w),
-                        _ => must_not.push(w),
-                    }
-                }
-                for (q, b) in summed_boosts(clauses, Occur::Must) {
-                    must.push(Weight::build(q, ctx, boost * b)?);
-                }
-                if *minimum_should_match <= 1 {
-                    for (q, b) in summed_boosts(clauses, Occur::Should) {
-                        should.push(Weight::build(q, ctx, boost * b)?);
-                    }
-                } else {
-                    for c in clauses.iter().filter(|c| c.occur == Occur::Should) {
-                        should.push(Weight::build(&c.query, ctx, boost)?);
-                    }
-                }
-                Weight::Bool {
-                    must,
-                    filter,
-                    should,
-                    must_not,
-                    min_should: *minimum_should_match,
-                }
+            } => Weight::build_boolean(clauses, *minimum_should_match, ctx, boost)?,
+        })
+    }
+
+    /// A term's weight: its entry in each segment and its IDF over the whole index.
+    fn build_term(field: &str, term: &String, ctx: &Context, boost: f32) -> Result<Weight> {
+        let f = ctx.field(field)?;
+        let mut infos = Vec::with_capacity(ctx.segments.len());
+        let mut df = 0u64;
+        for seg in ctx.segments {
+            let info = seg.term_info(f, term.as_bytes())?;
+            df += info.as_ref().map_or(0, |(i, _)| u64::from(i.doc_freq));
+            infos.push(info);
+        }
+        if df == 0 {
+            return Ok(Weight::Nothing);
+        }
+        let df = ctx.scoring_doc_freq(f, term, df)?;
+        let stats = &ctx.stats[f as usize];
+        let sim = SimScorer::with_cache(
+            boost,
+            Bm25::idf(df, stats.doc_count),
+            ctx.norm_caches[f as usize].clone(),
+        );
+        Ok(Weight::Term {
+            field: f,
+            term: term.clone(),
+            sim: Arc::new(sim),
+            infos,
+        })
+    }
+
+    /// A phrase's weight: its words' entries in each segment (or the pair terms that cover
+    /// it, where a segment has them) and the sum of its terms' IDFs.
+    fn build_phrase(
+        field: &str,
+        terms: &[(u32, String)],
+        slop: u32,
+        ctx: &Context,
+        boost: f32,
+    ) -> Result<Weight> {
+        let f = ctx.field(field)?;
+        if !ctx.schema.field(f).has_positions() {
+            return Err(Error::Query(format!(
+                "field {field:?} has no positions: phrase queries need a text field"
+            )));
+        }
+        if terms.is_empty() {
+            return Ok(Weight::Nothing);
+        }
+        // One lookup per distinct word and segment; each phrase term points at its
+        // word's slot.
+        let mut words: Vec<&str> = Vec::with_capacity(terms.len());
+        let mut slots = Vec::with_capacity(terms.len());
+        for (offset, t) in terms {
+            slots.push((intern(&mut words, t.as_str()), *offset));
+        }
+        let pairs = PhrasePairs::of(terms, slop);
+        let mut dfs = vec![0u64; words.len()];
+        let mut segs = Vec::with_capacity(ctx.segments.len());
+        for seg in ctx.segments {
+            segs.push(phrase_segment(
+                seg, f, terms, &words, &slots, &pairs, &mut dfs,
+            )?);
+        }
+        let stats = &ctx.stats[f as usize];
+        let mut idf = 0f32;
+        for (&(slot, _), (_, t)) in slots.iter().zip(terms) {
+            let df = ctx.scoring_doc_freq(f, t, dfs[slot])?;
+            if df == 0 {
+                return Ok(Weight::Nothing);
             }
+            idf += Bm25::idf(df, stats.doc_count);
+        }
+        let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
+        Ok(Weight::Phrase {
+            field: f,
+            slots,
+            slop,
+            sim: Arc::new(sim),
+            segs,
+        })
+    }
+
+    /// A boolean query's weight: its clauses' weights by occurrence, the boosts of repeated
+    /// required and optional clauses summed (as Lucene rewrites them) unless
+    /// `minimum_should_match` counts the optional ones.
+    fn build_boolean(
+        clauses: &[Clause],
+        minimum_should_match: u32,
+        ctx: &Context,
+        boost: f32,
+    ) -> Result<Weight> {
+        let (mut must, mut filter, mut should, mut must_not) = (vec![], vec![], vec![], vec![]);
+        for c in clauses
+            .iter()
+            .filter(|c| matches!(c.occur, Occur::Filter | Occur::MustNot))
+        {
+            let w = Weight::build(&c.query, ctx, boost)?;
+            match c.occur {
+                Occur::Filter => filter.push(w),
+                _ => must_not.push(w),
+            }
+        }
+        for (q, b) in summed_boosts(clauses, Occur::Must) {
+            must.push(Weight::build(q, ctx, boost * b)?);
+        }
+        if minimum_should_match <= 1 {
+            for (q, b) in summed_boosts(clauses, Occur::Should) {
+                should.push(Weight::build(q, ctx, boost * b)?);
+            }
+        } else {
+            for c in clauses.iter().filter(|c| c.occur == Occur::Should) {
+                should.push(Weight::build(&c.query, ctx, boost)?);
+            }
+        }
+        Ok(Weight::Bool {
+            must,
+            filter,
+            should,
+            must_not,
+            min_should: minimum_should_match,
         })
     }
 

@@ -120,211 +120,224 @@ pub(super) fn lex(input: &str) -> (Vec<Token>, Option<ParseError>) {
     (r.tokens, err)
 }
 
+/// A lexical error: its kind, byte position, what was expected and what was found.
+type LexError = (ParseErrorKind, usize, String, String);
+
+/// What one lexing step did: where the next token starts, or the end of the tokens (with the
+/// error that ended them, if any).
+enum Step {
+    Next(usize),
+    End(Option<LexError>),
+}
+
+fn push(tokens: &mut Vec<Token>, kind: Kind, start: usize, end: usize) {
+    tokens.push(Token { kind, start, end });
+}
+
+/// Every token of `input` up to its `Eof` (or the first lexical error), switching to Lucene's
+/// Boost state after a `^`.
 pub(super) fn lex_raw(input: &str) -> LexResult {
     let mut tokens = Vec::new();
     let mut i = 0;
-    let mut boost_state = false;
-    let push = |tokens: &mut Vec<Token>, kind, start, end| tokens.push(Token { kind, start, end });
     loop {
-        if boost_state {
-            // Lucene's Boost lexical state: only NUMBER, and no whitespace skipping.
-            boost_state = false;
-            let bytes = input.as_bytes();
-            match char_at(input, i) {
-                None => {
-                    push(&mut tokens, Kind::Eof, i, i);
-                    return LexResult {
-                        tokens,
-                        error: None,
-                    };
-                }
-                Some(c) if c.is_ascii_digit() => {
-                    let start = i;
-                    while i < bytes.len() && bytes[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                    if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
-                        i += 1;
-                        while i < bytes.len() && bytes[i].is_ascii_digit() {
-                            i += 1;
-                        }
-                    }
-                    push(&mut tokens, Kind::Number, start, i);
-                    continue;
-                }
-                Some(c) => {
-                    push(&mut tokens, Kind::Error, i, i);
-                    let found = describe_char(c);
-                    let error = (
-                        ParseErrorKind::Syntax,
-                        i,
-                        "a number right after '^'".to_string(),
-                        found,
-                    );
-                    return LexResult {
-                        tokens,
-                        error: Some(error),
-                    };
-                }
-            }
-        }
-        while let Some(c) = char_at(input, i) {
-            if is_whitespace(c) {
-                i += c.len_utf8();
-            } else {
-                break;
-            }
-        }
-        let Some(c) = char_at(input, i) else {
-            push(&mut tokens, Kind::Eof, i, i);
-            return LexResult {
-                tokens,
-                error: None,
-            };
+        // A `^` just lexed puts the lexer in the Boost state for one token.
+        let step = if matches!(
+            tokens.last(),
+            Some(Token {
+                kind: Kind::Carat,
+                ..
+            })
+        ) {
+            lex_boost(input, i, &mut tokens)
+        } else {
+            lex_default(input, skip_whitespace(input, i), &mut tokens)
         };
-        let start = i;
-        match c {
-            '+' | '-' | '!' => {
-                let (kind, end) = match char_at(input, i + 1) {
-                    Some(w) if is_whitespace(w) => (Kind::BareOper, i + 1 + w.len_utf8()),
-                    _ => (
-                        match c {
-                            '+' => Kind::Plus,
-                            '-' => Kind::Minus,
-                            _ => Kind::Not,
-                        },
-                        i + 1,
-                    ),
-                };
-                push(&mut tokens, kind, start, end);
-                i = end;
-            }
-            '(' | ')' | ':' | '^' => {
-                let kind = match c {
-                    '(' => Kind::LParen,
-                    ')' => Kind::RParen,
-                    ':' => Kind::Colon,
-                    _ => {
-                        boost_state = true;
-                        Kind::Carat
-                    }
-                };
-                push(&mut tokens, kind, start, i + 1);
-                i += 1;
-            }
-            '"' => {
-                let mut j = i + 1;
-                loop {
-                    match char_at(input, j) {
-                        None => {
-                            push(&mut tokens, Kind::Error, start, start);
-                            let error = (
-                                ParseErrorKind::Syntax,
-                                start,
-                                "a closing '\"' for the phrase starting here".to_string(),
-                                "end of input".to_string(),
-                            );
-                            return LexResult {
-                                tokens,
-                                error: Some(error),
-                            };
-                        }
-                        Some('"') => {
-                            j += 1;
-                            break;
-                        }
-                        Some('\\') => match char_at(input, j + 1) {
-                            Some(next) => j += 1 + next.len_utf8(),
-                            None => j += 1, // reaches end of input next round
-                        },
-                        Some(other) => j += other.len_utf8(),
-                    }
-                }
-                push(&mut tokens, Kind::Quoted, start, j);
-                i = j;
-            }
-            '~' => {
-                let (end, _, _) = scan_run(input, i + 1, false);
-                push(&mut tokens, Kind::FuzzySlop, start, end);
-                i = end;
-            }
-            '/' => {
-                // Regular expressions are unsupported; the parser reports this token.
-                push(&mut tokens, Kind::Regexp, start, i + 1);
-                push(&mut tokens, Kind::Eof, input.len(), input.len());
-                return LexResult {
-                    tokens,
-                    error: None,
-                };
-            }
-            '[' | '{' => {
-                push(&mut tokens, Kind::RangeStart, start, i + 1);
-                push(&mut tokens, Kind::Eof, input.len(), input.len());
-                return LexResult {
-                    tokens,
-                    error: None,
-                };
-            }
-            ']' | '}' => {
-                push(&mut tokens, Kind::Error, start, start);
-                let error = (
-                    ParseErrorKind::Syntax,
-                    start,
-                    "a term, a phrase, an operator or '('".to_string(),
-                    format!(
-                        "'{c}' without a matching '{}'",
-                        if c == ']' { '[' } else { '{' }
-                    ),
-                );
-                return LexResult {
-                    tokens,
-                    error: Some(error),
-                };
-            }
-            '*' | '?' => {
-                let (end, _, _) = scan_run(input, i, true);
-                let kind = if c == '*' && end == i + 1 {
-                    Kind::Star
-                } else {
-                    Kind::WildTerm
-                };
-                push(&mut tokens, kind, start, end);
-                i = end;
-            }
-            '\\' if char_at(input, i + 1).is_none() => {
-                push(&mut tokens, Kind::Error, start, start);
-                let error = (
-                    ParseErrorKind::Syntax,
-                    start,
-                    "a character after the escape character '\\'".to_string(),
-                    "end of input".to_string(),
-                );
-                return LexResult {
-                    tokens,
-                    error: Some(error),
-                };
-            }
-            _ => {
-                // A TERM_START_CHAR (or an escape): TERM, PREFIXTERM, WILDTERM or a keyword.
-                let (end, wild_count, last_star) = scan_run(input, i, true);
-                let image = &input[start..end];
-                let kind = if wild_count == 0 {
-                    match image {
-                        "AND" | "&&" => Kind::And,
-                        "OR" | "||" => Kind::Or,
-                        "NOT" => Kind::Not,
-                        _ => Kind::Term,
-                    }
-                } else if wild_count == 1 && last_star {
-                    Kind::PrefixTerm
-                } else {
-                    Kind::WildTerm
-                };
-                push(&mut tokens, kind, start, end);
-                i = end;
-            }
+        match step {
+            Step::Next(next) => i = next,
+            Step::End(error) => return LexResult { tokens, error },
         }
     }
+}
+
+/// Lucene's Boost lexical state: only NUMBER, and no whitespace skipping.
+fn lex_boost(input: &str, mut i: usize, tokens: &mut Vec<Token>) -> Step {
+    let bytes = input.as_bytes();
+    match char_at(input, i) {
+        None => {
+            push(tokens, Kind::Eof, i, i);
+            Step::End(None)
+        }
+        Some(c) if c.is_ascii_digit() => {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            push(tokens, Kind::Number, start, i);
+            Step::Next(i)
+        }
+        Some(c) => {
+            push(tokens, Kind::Error, i, i);
+            let found = describe_char(c);
+            Step::End(Some((
+                ParseErrorKind::Syntax,
+                i,
+                "a number right after '^'".to_string(),
+                found,
+            )))
+        }
+    }
+}
+
+/// The position of the first non-whitespace character from `i` on.
+fn skip_whitespace(input: &str, mut i: usize) -> usize {
+    while let Some(c) = char_at(input, i) {
+        if is_whitespace(c) {
+            i += c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// Lucene's DEFAULT lexical state: the token starting at `start` (whitespace skipped).
+fn lex_default(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
+    let i = start;
+    let Some(c) = char_at(input, i) else {
+        push(tokens, Kind::Eof, i, i);
+        return Step::End(None);
+    };
+    match c {
+        '+' | '-' | '!' => {
+            let (kind, end) = match char_at(input, i + 1) {
+                Some(w) if is_whitespace(w) => (Kind::BareOper, i + 1 + w.len_utf8()),
+                _ => (
+                    match c {
+                        '+' => Kind::Plus,
+                        '-' => Kind::Minus,
+                        _ => Kind::Not,
+                    },
+                    i + 1,
+                ),
+            };
+            push(tokens, kind, start, end);
+            Step::Next(end)
+        }
+        '(' | ')' | ':' | '^' => {
+            let kind = match c {
+                '(' => Kind::LParen,
+                ')' => Kind::RParen,
+                ':' => Kind::Colon,
+                _ => Kind::Carat,
+            };
+            push(tokens, kind, start, i + 1);
+            Step::Next(i + 1)
+        }
+        '"' => lex_quoted(input, start, tokens),
+        '~' => {
+            let (end, _, _) = scan_run(input, i + 1, false);
+            push(tokens, Kind::FuzzySlop, start, end);
+            Step::Next(end)
+        }
+        '/' => {
+            // Regular expressions are unsupported; the parser reports this token.
+            push(tokens, Kind::Regexp, start, i + 1);
+            push(tokens, Kind::Eof, input.len(), input.len());
+            Step::End(None)
+        }
+        '[' | '{' => {
+            push(tokens, Kind::RangeStart, start, i + 1);
+            push(tokens, Kind::Eof, input.len(), input.len());
+            Step::End(None)
+        }
+        ']' | '}' => {
+            push(tokens, Kind::Error, start, start);
+            Step::End(Some((
+                ParseErrorKind::Syntax,
+                start,
+                "a term, a phrase, an operator or '('".to_string(),
+                format!(
+                    "'{c}' without a matching '{}'",
+                    if c == ']' { '[' } else { '{' }
+                ),
+            )))
+        }
+        '*' | '?' => {
+            let (end, _, _) = scan_run(input, i, true);
+            let kind = if c == '*' && end == i + 1 {
+                Kind::Star
+            } else {
+                Kind::WildTerm
+            };
+            push(tokens, kind, start, end);
+            Step::Next(end)
+        }
+        '\\' if char_at(input, i + 1).is_none() => {
+            push(tokens, Kind::Error, start, start);
+            Step::End(Some((
+                ParseErrorKind::Syntax,
+                start,
+                "a character after the escape character '\\'".to_string(),
+                "end of input".to_string(),
+            )))
+        }
+        _ => lex_term(input, start, tokens),
+    }
+}
+
+/// A quoted phrase starting at `start` (its opening `"`), up to its closing `"`.
+fn lex_quoted(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
+    let mut j = start + 1;
+    loop {
+        match char_at(input, j) {
+            None => {
+                push(tokens, Kind::Error, start, start);
+                return Step::End(Some((
+                    ParseErrorKind::Syntax,
+                    start,
+                    "a closing '\"' for the phrase starting here".to_string(),
+                    "end of input".to_string(),
+                )));
+            }
+            Some('"') => {
+                j += 1;
+                break;
+            }
+            Some('\\') => match char_at(input, j + 1) {
+                Some(next) => j += 1 + next.len_utf8(),
+                None => j += 1, // reaches end of input next round
+            },
+            Some(other) => j += other.len_utf8(),
+        }
+    }
+    push(tokens, Kind::Quoted, start, j);
+    Step::Next(j)
+}
+
+/// A TERM_START_CHAR (or an escape) at `start`: TERM, PREFIXTERM, WILDTERM or a keyword.
+fn lex_term(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
+    let (end, wild_count, last_star) = scan_run(input, start, true);
+    let image = &input[start..end];
+    let kind = if wild_count == 0 {
+        match image {
+            "AND" | "&&" => Kind::And,
+            "OR" | "||" => Kind::Or,
+            "NOT" => Kind::Not,
+            _ => Kind::Term,
+        }
+    } else if wild_count == 1 && last_star {
+        Kind::PrefixTerm
+    } else {
+        Kind::WildTerm
+    };
+    push(tokens, kind, start, end);
+    Step::Next(end)
 }
 
 pub(super) fn describe_char(c: char) -> String {

@@ -2,9 +2,20 @@
 //! segment data file carries one CRC32C per 4 KiB chunk; a [`VerifiedFile`] checks a chunk the
 //! first time this process reads it and remembers that in a lock-free bitmap, so a warm read
 //! costs one relaxed atomic load per 64 chunks of the range.
+//!
+//! The file wrapper lives here; its parts each answer one question: [`bitmap`] (which chunks
+//! were checked), [`region`] (checks as a cursor reaches them), [`norms`] (norm groups),
+//! [`deadline`] (until when reads may go to the disk) and [`switch`] (whether reads verify at
+//! all, with the benchmark-only switch).
+pub mod bitmap;
+pub mod deadline;
+pub mod norms;
+pub mod region;
+pub mod switch;
+
 use std::cell::Cell;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -12,154 +23,23 @@ use quarry_codecs::framing::{self, CHUNK_SIZE, CHUNK_TRAILER_LEN};
 use quarry_codecs::{FOOTER_LEN, HEADER_LEN};
 use quarry_store::{Bytes, FileHandle, LoadCheck, StoreError};
 
-use crate::codec::norms::GROUP;
+pub use bitmap::VerifiedBitmap;
+pub use deadline::IoDeadline;
+use deadline::IO_DEADLINE;
+pub use norms::NormsCheck;
+pub use region::RegionCheck;
+pub use switch::{suspend_checks_for_measurement, verification_enabled};
+
 use crate::error::InFile;
 use crate::{Error, Result};
 
-/// Set by [`suspend_checks_for_measurement`].
-static SUSPENDED: AtomicBool = AtomicBool::new(false);
-
-/// Whether reads verify chunk checksums: on, unless the environment variable
-/// `QUARRY_VERIFY_CHUNKS` is `0` or `off` (read once per process) or checks are suspended
-/// (both for measuring the cost only).
-#[inline]
-pub fn verification_enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    let on = *ON.get_or_init(|| {
-        !matches!(
-            std::env::var("QUARRY_VERIFY_CHUNKS").as_deref(),
-            Ok("0") | Ok("off")
-        )
-    });
-    on && !SUSPENDED.load(Ordering::Relaxed)
-}
-
-/// For measuring the cost of verification inside one process (A/B): while `suspended`, reads
-/// and postings cursors created afterwards skip the verified-bitmap check and read unverified
-/// bytes. Never for production use: a suspended process trusts the disk. Scrubs and merges
-/// ([`VerifiedFile::verify_all`]) verify regardless.
-pub fn suspend_checks_for_measurement(suspended: bool) {
-    SUSPENDED.store(suspended, Ordering::Relaxed);
-}
-
-thread_local! {
-    /// The deadline of the search running on this thread, if any (see [`IoDeadline`]).
-    static IO_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// While alive, reads of [`VerifiedFile`]s on this thread that would go to the disk (files
-/// without a memory-mapped view: pread and direct modes) are not issued once `deadline` has
-/// passed; they fail with [`Error::DeadlineExceeded`] instead. Set by a search with a deadline
-/// around its work; dropping it restores the previous setting.
-#[must_use = "the deadline applies only while the guard lives"]
-pub struct IoDeadline {
-    previous: Option<Instant>,
-}
-
-impl IoDeadline {
-    /// Applies `deadline` (`None`: no limit) to this thread's reads until the guard is dropped.
-    pub fn set(deadline: Option<Instant>) -> Self {
-        Self {
-            previous: IO_DEADLINE.with(|d| d.replace(deadline)),
-        }
-    }
-}
-
-impl Drop for IoDeadline {
-    fn drop(&mut self) {
-        IO_DEADLINE.with(|d| d.set(self.previous));
-    }
-}
-
-/// One bit per chunk: set once the chunk's checksum matched. Bits are only ever set, never
-/// cleared, and only after a successful check, so a set bit always means "checked".
-#[derive(Debug)]
-pub struct VerifiedBitmap {
-    words: Box<[AtomicU64]>,
-    chunks: u64,
-}
-
-impl VerifiedBitmap {
-    /// A bitmap of `chunks` unverified chunks.
-    pub fn new(chunks: u64) -> Self {
-        let words = chunks.div_ceil(64) as usize;
-        Self {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            chunks,
-        }
-    }
-
-    /// The number of chunks.
-    pub fn len(&self) -> u64 {
-        self.chunks
-    }
-
-    /// True when the bitmap has no chunks.
-    pub fn is_empty(&self) -> bool {
-        self.chunks == 0
-    }
-
-    /// True when every chunk of `range` is verified (an empty range is). One relaxed load per
-    /// 64 chunks: the bits are monotone and the bytes they describe are immutable, so no
-    /// ordering with other memory is needed.
-    #[inline]
-    pub fn all_set(&self, range: Range<u64>) -> bool {
-        if range.start >= range.end {
-            return true;
-        }
-        if range.end > self.chunks {
-            return false;
-        }
-        let (mut i, end) = (range.start, range.end);
-        while i < end {
-            let w = (i / 64) as usize;
-            let lo = i % 64;
-            let hi = ((end - (i - lo)).min(64)) as u32;
-            let mask = mask_bits(lo as u32, hi);
-            if self.words[w].load(Ordering::Relaxed) & mask != mask {
-                return false;
-            }
-            i = i - lo + 64;
-        }
-        true
-    }
-
-    /// True when chunk `i` is verified.
-    #[inline]
-    pub fn is_set(&self, i: u64) -> bool {
-        self.all_set(i..i + 1)
-    }
-
-    /// Records that chunk `i` was checked (idempotent; two threads may both check and set it).
-    pub fn set(&self, i: u64) {
-        if i < self.chunks {
-            self.words[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
-        }
-    }
-
-    /// The number of verified chunks.
-    pub fn count(&self) -> u64 {
-        self.words
-            .iter()
-            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
-            .sum()
-    }
-}
-
-/// Bits `lo..hi` of a word (`hi <= 64`).
-#[inline]
-fn mask_bits(lo: u32, hi: u32) -> u64 {
-    let upper = if hi >= 64 { u64::MAX } else { (1u64 << hi) - 1 };
-    upper & !((1u64 << lo) - 1)
-}
-
 /// The chunk checksums of a v3 file: the table is read at the first verification, not at open.
 #[derive(Debug)]
-struct ChunkTable {
+pub(super) struct ChunkTable {
     /// Header and body length: the chunks cover `[0, covered)`, the table starts there.
-    covered: u64,
+    pub(super) covered: u64,
     sums: OnceLock<Bytes>,
-    verified: VerifiedBitmap,
+    pub(super) verified: VerifiedBitmap,
     /// Chunks checked by [`PageCheck`] as their pages were read from the disk.
     loads_checked: AtomicU64,
 }
@@ -223,11 +103,11 @@ impl LoadCheck for PageCheck {
 /// passed through unverified (v1 and v2 files, which have none).
 #[derive(Debug)]
 pub struct VerifiedFile {
-    handle: Arc<dyn FileHandle>,
+    pub(super) handle: Arc<dyn FileHandle>,
     /// The format version in the file's header.
     version: u32,
     data_end: u64,
-    table: Option<Arc<ChunkTable>>,
+    pub(super) table: Option<Arc<ChunkTable>>,
     /// Reads are views of a mapping (no read is issued, so no deadline applies).
     mapped: bool,
     /// The handle checks every page it loads ([`PageCheck`], direct files): that check needs the
@@ -474,7 +354,7 @@ impl VerifiedFile {
     }
 
     /// Checks chunks `chunks` whose bytes (starting at file offset `at`) are `bytes`.
-    fn check_chunks(
+    pub(super) fn check_chunks(
         &self,
         t: &ChunkTable,
         chunks: Range<u64>,
@@ -524,171 +404,8 @@ impl VerifiedFile {
     }
 }
 
-/// Checks the pieces of one region of a memory-mapped v3 file (a postings entry's blocks, a
-/// term's positions) as a cursor reaches them, instead of the whole region up front: a query
-/// that skips most blocks of a large entry verifies only the chunks it decodes. Warm (the chunks
-/// verified before), a check is one relaxed bitmap load.
-#[derive(Clone, Debug)]
-pub struct RegionCheck {
-    file: Arc<VerifiedFile>,
-    /// The file offset of region byte 0.
-    base: u64,
-}
-
-impl RegionCheck {
-    /// A check of the `len` bytes at file offset `base` of `file`; `None` when there is
-    /// nothing to check: `file` is not checked (v1/v2, verification disabled) or every chunk of
-    /// the region was verified before (the warm case: one bitmap scan, no per-block checks).
-    pub fn new(file: &Arc<VerifiedFile>, base: u64, len: u64) -> Option<Self> {
-        let t = file.table.as_ref().filter(|_| verification_enabled())?;
-        let end = base.saturating_add(len).min(t.covered);
-        if t.verified.all_set(chunk_range(base, end)) {
-            return None;
-        }
-        Some(Self {
-            file: file.clone(),
-            base,
-        })
-    }
-
-    /// Verifies region bytes `[start, end)` (their chunks); the error names the file and chunk.
-    #[inline]
-    pub fn check(&self, start: usize, end: usize) -> Result<()> {
-        let Some(t) = self.file.table.as_ref() else {
-            return Ok(());
-        };
-        let (a, b) = (self.base + start as u64, self.base + end as u64);
-        let chunks = chunk_range(a, b.min(t.covered));
-        if t.verified.all_set(chunks.clone()) {
-            return Ok(());
-        }
-        self.check_cold(t, chunks)
-    }
-
-    #[cold]
-    fn check_cold(&self, t: &ChunkTable, chunks: Range<u64>) -> Result<()> {
-        let (a, b) = (
-            chunks.start * CHUNK_SIZE as u64,
-            (chunks.end * CHUNK_SIZE as u64).min(t.covered),
-        );
-        match self.file.mapped_view() {
-            Some(view) if b <= view.len() as u64 => {
-                // Fault in exactly these chunks, not the kernel's read-around window.
-                self.file.handle.will_need(a, b);
-                self.file.check_chunks(t, chunks, 0, &view[..b as usize])
-            }
-            _ => self.file.verify(a, b),
-        }
-    }
-}
-
-/// Checks one field's norms (format v7) a group of [`GROUP`] documents at a time against the
-/// group sums that follow them in the file: a scorer's cursor checks the groups of the
-/// documents it loads, so a fresh process's first query reads a few hundred cache lines of
-/// norms instead of the whole run (whose 4 KiB chunk checks cost 150 µs on W2). Shared by the
-/// scorers of the field (bits are only ever set, after a successful check).
-#[derive(Clone, Debug)]
-pub struct NormsCheck(Arc<NormsGroups>);
-
-#[derive(Debug)]
-struct NormsGroups {
-    file: String,
-    /// The file offset of the field's first norm (for error positions).
-    base: u64,
-    /// The field's norms (a view of the mapping, unverified).
-    norms: Bytes,
-    /// The group sums, verified by the read that returned them.
-    sums: Bytes,
-    verified: VerifiedBitmap,
-}
-
-impl NormsCheck {
-    /// The check of `norms` (the field's run, at file offset `base` of `file`) against `sums`
-    /// (its group sums, verified); `None` when the lengths disagree.
-    pub fn new(file: &str, base: u64, norms: Bytes, sums: Bytes) -> Option<Self> {
-        let groups = norms.len().div_ceil(GROUP);
-        (sums.len() == 4 * groups).then(|| {
-            Self(Arc::new(NormsGroups {
-                file: file.to_string(),
-                base,
-                norms,
-                sums,
-                verified: VerifiedBitmap::new(groups as u64),
-            }))
-        })
-    }
-
-    /// Verifies the groups of documents `first..=last`.
-    #[inline]
-    pub fn check_range(&self, first: u32, last: u32) -> Result<()> {
-        let g = &self.0;
-        let groups = first as u64 / GROUP as u64..last as u64 / GROUP as u64 + 1;
-        if g.verified.all_set(groups.clone()) {
-            return Ok(());
-        }
-        groups.into_iter().try_for_each(|i| self.check_group(i))
-    }
-
-    /// Verifies the groups of `docs` (ascending): one bitmap probe per distinct group.
-    pub fn check_each(&self, docs: &[u32]) -> Result<()> {
-        let mut last = u64::MAX;
-        for &d in docs {
-            let i = d as u64 / GROUP as u64;
-            if i != last {
-                last = i;
-                self.check_group(i)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// True when every group was verified.
-    pub fn is_complete(&self) -> bool {
-        let g = &self.0;
-        g.verified.all_set(0..g.verified.len())
-    }
-
-    #[inline]
-    fn check_group(&self, i: u64) -> Result<()> {
-        if self.0.verified.is_set(i) {
-            return Ok(());
-        }
-        self.check_group_cold(i)
-    }
-
-    #[cold]
-    fn check_group_cold(&self, i: u64) -> Result<()> {
-        let g = &self.0;
-        let at = i as usize * GROUP;
-        let (Some(piece), Some(sum)) = (
-            g.norms.get(at..(at + GROUP).min(g.norms.len())),
-            g.sums.get(4 * at / GROUP..4 * at / GROUP + 4),
-        ) else {
-            return Err(Error::corrupt(
-                &g.file,
-                format!("norm group {i} is past the field's {} norms", g.norms.len()),
-            ));
-        };
-        let stored = u32::from_le_bytes(sum.try_into().expect("4 bytes"));
-        let computed = quarry_codecs::crc32c(piece);
-        if stored != computed {
-            return Err(Error::corrupt_at(
-                &g.file,
-                g.base + at as u64,
-                format!(
-                    "norms of documents {at}..{} have checksum {computed:#010x}, \
-                     the group sums say {stored:#010x}",
-                    at + piece.len()
-                ),
-            ));
-        }
-        g.verified.set(i);
-        Ok(())
-    }
-}
-
 /// The chunks that bytes `[start, end)` touch.
-fn chunk_range(start: u64, end: u64) -> Range<u64> {
+pub(super) fn chunk_range(start: u64, end: u64) -> Range<u64> {
     if start >= end {
         return 0..0;
     }
