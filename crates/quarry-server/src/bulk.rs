@@ -1,8 +1,9 @@
 //! What does a `_bulk` body ask for? Parsing NDJSON action/source line pairs into writes.
 use serde_json::{Map, Value};
 
-use crate::engine::WriteOp;
+use crate::engine::{Condition, WriteOp};
 use crate::error::ApiError;
+use crate::routes::documents::check_retry_on_conflict;
 
 /// One parsed bulk action: the target index and the write.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,17 +41,7 @@ pub fn parse(body: &[u8], default_index: Option<&str>) -> Result<Vec<BulkItem>, 
         let meta = meta
             .as_object()
             .ok_or_else(|| malformed(n, format!("[{kind}] metadata must be an object")))?;
-        for k in meta.keys() {
-            if !matches!(
-                k.as_str(),
-                "_index" | "_id" | "routing" | "require_alias" | "retry_on_conflict"
-            ) {
-                return Err(malformed(
-                    n,
-                    format!("action [{kind}] does not support [{k}]"),
-                ));
-            }
-        }
+        let cond = check_meta(n, kind, meta)?;
         let index = match (meta.get("_index"), default_index) {
             (Some(Value::String(s)), _) => s.clone(),
             (Some(_), _) => return Err(malformed(n, "[_index] must be a string")),
@@ -78,6 +69,7 @@ pub fn parse(body: &[u8], default_index: Option<&str>) -> Result<Vec<BulkItem>, 
                 id: id.clone(),
                 source: source(kind)?,
                 create: kind == "create",
+                cond,
             },
             "update" => {
                 let id = need_id("update")?;
@@ -91,18 +83,48 @@ pub fn parse(body: &[u8], default_index: Option<&str>) -> Result<Vec<BulkItem>, 
                     }
                 }
                 match body.remove("doc") {
-                    Some(Value::Object(doc)) => WriteOp::Update { id, doc },
+                    Some(Value::Object(doc)) => WriteOp::Update { id, doc, cond },
                     _ => return Err(malformed(n + 1, "update needs an object [doc]")),
                 }
             }
             "delete" => WriteOp::Delete {
                 id: need_id("delete")?,
+                cond,
             },
             other => return Err(malformed(n, format!("unknown action [{other}]"))),
         };
         items.push(BulkItem { index, op });
     }
     Ok(items)
+}
+
+/// Checks an action line's metadata and reads its conditions. Keys quarry does not
+/// implement (`routing`, `pipeline`, ...) are refused by name; `retry_on_conflict` only on
+/// `update`; `require_alias` only when false (quarry has no aliases).
+fn check_meta(n: usize, kind: &str, meta: &Map<String, Value>) -> Result<Condition, ApiError> {
+    for (k, v) in meta {
+        let ok = match k.as_str() {
+            "_index" | "_id" | "if_seq_no" | "if_primary_term" | "version" | "version_type" => true,
+            "retry_on_conflict" => kind == "update",
+            "require_alias" => *v == Value::Bool(false),
+            _ => false,
+        };
+        if !ok {
+            return Err(malformed(
+                n,
+                format!("action [{kind}] does not support [{k}] with value [{v}]"),
+            ));
+        }
+    }
+    let text = |k: &str| match meta.get(k) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v) => Some(v.to_string()),
+    };
+    let cond = Condition::parse(text, kind == "update").map_err(|e| malformed(n, e.reason))?;
+    check_retry_on_conflict(text("retry_on_conflict"), &cond)
+        .map_err(|e| malformed(n, e.reason))?;
+    Ok(cond)
 }
 
 #[cfg(test)]
@@ -121,7 +143,7 @@ mod tests {
         assert!(
             matches!(&items[1].op, WriteOp::Index { id: Some(i), create: true, .. } if i == "2")
         );
-        assert!(matches!(&items[2].op, WriteOp::Delete { id } if id == "3"));
+        assert!(matches!(&items[2].op, WriteOp::Delete { id, .. } if id == "3"));
         assert!(matches!(&items[3].op, WriteOp::Update { id, .. } if id == "1"));
         assert!(parse(b"", None).unwrap().is_empty());
         assert!(parse(b"{\"index\":{}}\n{}\n", None).is_err());

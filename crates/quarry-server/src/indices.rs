@@ -131,8 +131,9 @@ impl Indices {
     }
 }
 
-/// `settings` of a create request: `refresh_interval` (`"1s"`, `"500ms"`, `"-1"`), and the
-/// shard/replica counts Elasticsearch users send out of habit (must be 1 and 0-or-more).
+/// `settings` of a create request: `refresh_interval` (`"1s"`, `"500ms"`, `"-1"`),
+/// `number_of_shards` (must be 1) and `number_of_replicas` (recorded; replicas are never
+/// assigned on one node, so the index reports `yellow` as in Elasticsearch).
 fn parse_settings(v: Option<&Value>) -> Result<IndexSettings, ApiError> {
     let mut s = IndexSettings::default();
     let Some(v) = v else { return Ok(s) };
@@ -170,7 +171,13 @@ fn parse_settings(v: Option<&Value>) -> Result<IndexSettings, ApiError> {
                 }
             }
             "number_of_shards" if text == "1" => {}
-            "number_of_replicas" => {}
+            "number_of_replicas" => {
+                s.number_of_replicas = text.parse().map_err(|_| {
+                    ApiError::illegal(format!(
+                        "failed to parse setting [index.number_of_replicas] with value [{text}]: a non-negative integer"
+                    ))
+                })?
+            }
             other => {
                 return Err(ApiError::illegal(format!(
                     "setting [index.{other}] is not supported (supported: refresh_interval; number_of_shards 1)"

@@ -5,10 +5,11 @@
 //! Start it with [`run`] (what `quarry serve` calls), or build the [`app`] router over an
 //! [`AppState`] to drive it in-process (tests).
 //!
-//! Modules: [`routes`] (endpoints), [`dsl`] (query DSL → `Query`), [`bulk`] (NDJSON), [`search`]
-//! (request parameters and response shape), [`engine`] (the one owner of engine handles),
-//! [`indices`] (registry under the data directory), [`translog`], [`mapping`], [`metrics`],
-//! [`error`].
+//! Modules: [`routes`] (the routing table; handlers in `routes::{admin, documents,
+//! searching}`), [`dsl`] (query DSL → `Query`), [`bulk`] (NDJSON), [`search`] (request
+//! parameters and response shape), [`engine`] (the one owner of engine handles; writes,
+//! versions and refresh scheduling in `engine::{write, versions, refresh}`), [`indices`]
+//! (registry under the data directory), [`translog`], [`mapping`], [`metrics`], [`error`].
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -253,8 +254,37 @@ async fn checked(state: &AppState, req: Request) -> Result<Request, ApiError> {
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
-/// Refreshes indexes whose interval has passed, until `stop` is set (a plain thread: refresh
-/// is blocking engine work).
+/// The refresh and commit scheduler: a plain thread (refresh is blocking engine work) that
+/// every 50 ms refreshes indexes whose `refresh_interval` has passed and commits those whose
+/// commit is due (see [`engine::refresh`]). Stopped and joined when dropped.
+pub struct Refresher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Refresher {
+    /// Starts the scheduler over the state's indexes (`quarry serve` starts one; in-process
+    /// users start one when they want scheduled refreshes).
+    pub fn start(state: &AppState) -> Refresher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (state, flag) = (state.clone(), stop.clone());
+        let thread = std::thread::spawn(move || refresh_loop(state, flag));
+        Refresher {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Refresher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn refresh_loop(state: AppState, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
@@ -288,17 +318,12 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
     let addr = listener.local_addr()?;
     println!("quarry listening on http://{addr}");
     tracing::info!(%addr, "listening");
-    let stop = Arc::new(AtomicBool::new(false));
-    let refresher = {
-        let (state, stop) = (state.clone(), stop.clone());
-        std::thread::spawn(move || refresh_loop(state, stop))
-    };
+    let refresher = Refresher::start(&state);
     axum::serve(listener, app(state.clone()))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("shutting down: final commit");
-    stop.store(true, Ordering::Relaxed);
-    let _ = refresher.join();
+    drop(refresher);
     tokio::task::spawn_blocking(move || state.close())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;

@@ -48,10 +48,25 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
         analyzer: "standard".into(),
         pairs: true,
     }];
+    // The hidden version fields (see `engine::versions`): stored, never in `_source`.
+    for name in crate::engine::versions::META_FIELDS {
+        fields.push(FieldEntry {
+            name: name.into(),
+            field_type: FieldType::Integer,
+            stored: true,
+            analyzer: "standard".into(),
+            pairs: true,
+        });
+    }
     let props = match mappings {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => {
             for key in m.keys() {
+                if key == "_source" && m[key] != serde_json::json!({"enabled": true}) {
+                    return Err(mapper(
+                        "mappings: [_source] is not supported: quarry always keeps and returns the whole _source",
+                    ));
+                }
                 if !matches!(key.as_str(), "properties" | "dynamic" | "_source") {
                     return Err(mapper(format!(
                         "mappings: [{key}] is not supported (supported: properties, dynamic)"
@@ -74,10 +89,10 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
         Some(_) => return Err(mapper("mappings must be an object")),
     };
     for (name, def) in props.into_iter().flatten() {
-        if name == ID_FIELD {
-            return Err(mapper(
-                "field [_id] is a metadata field and cannot be mapped",
-            ));
+        if name == ID_FIELD || crate::engine::versions::META_FIELDS.contains(&name.as_str()) {
+            return Err(mapper(format!(
+                "field [{name}] is a metadata field and cannot be mapped"
+            )));
         }
         let Value::Object(def) = def else {
             return Err(mapper(format!(
@@ -120,6 +135,13 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
                 )));
             }
         }
+        if let Some(st) = def.get("store") {
+            if st != false {
+                return Err(mapper(format!(
+                    "field [{name}]: mapping parameter [store] {st} is not supported (quarry returns fields from _source only, as with the default \"store\": false)"
+                )));
+            }
+        }
         if let Some(i) = def.get("index") {
             if i != true {
                 return Err(mapper(format!(
@@ -149,7 +171,8 @@ fn mapper(reason: impl Into<String>) -> ApiError {
 /// The `mappings` object of `GET /{index}/_mapping` for a schema.
 pub fn mappings_of(schema: &Schema) -> Value {
     let mut props = Map::new();
-    for f in schema.fields().iter().filter(|f| f.name != ID_FIELD) {
+    let hidden = |n: &str| n == ID_FIELD || crate::engine::versions::META_FIELDS.contains(&n);
+    for f in schema.fields().iter().filter(|f| !hidden(&f.name)) {
         let ty = match f.field_type {
             FieldType::Text => "text",
             FieldType::Keyword => "keyword",

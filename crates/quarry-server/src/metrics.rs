@@ -53,7 +53,12 @@ impl Histogram {
 /// Per-index figures sampled when `/_metrics` is read.
 #[derive(Clone, Debug, Default)]
 pub struct IndexGauges {
+    /// Searchable (live) documents.
     pub docs: u64,
+    /// Deleted documents whose space merges have not reclaimed yet.
+    pub deleted_docs: u64,
+    /// Bytes of the index's files (engine, translog, settings).
+    pub store_bytes: u64,
     pub segments: u64,
     pub translog_bytes: u64,
     pub merges: u64,
@@ -111,8 +116,18 @@ impl Metrics {
             }
         }
         type Get = fn(&IndexGauges) -> u64;
-        let gauge_defs: [(&str, &str, Get); 4] = [
+        let gauge_defs: [(&str, &str, Get); 6] = [
             ("quarry_index_docs", "Searchable documents.", |g| g.docs),
+            (
+                "quarry_index_deleted_docs",
+                "Deleted documents merges have not reclaimed yet.",
+                |g| g.deleted_docs,
+            ),
+            (
+                "quarry_index_store_bytes",
+                "Bytes of the index's files.",
+                |g| g.store_bytes,
+            ),
             (
                 "quarry_index_segments",
                 "Segments in the searchable view.",
@@ -165,6 +180,7 @@ mod tests {
             segments: 2,
             translog_bytes: 10,
             merges: 1,
+            ..IndexGauges::default()
         };
         let text = m.render(&[("books".into(), g)]);
         assert!(text.contains(

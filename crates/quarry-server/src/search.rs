@@ -8,7 +8,7 @@ use quarry::{SearchMode, SearchOptions, Searcher};
 use serde_json::{json, Map, Value};
 
 use crate::dsl;
-use crate::engine::{source_of, IndexHandle};
+use crate::engine::{split_stored, IndexHandle};
 use crate::error::ApiError;
 use crate::indices::parse_duration_ms;
 
@@ -43,6 +43,21 @@ pub struct SearchRequest {
     /// The request's time budget: `None` when not given (the server default applies),
     /// `Some(None)` for `-1` (no budget, overriding the default), `Some(Some(ms))` otherwise.
     pub timeout_ms: Option<Option<u64>>,
+    /// `version=true`: hits carry `_version`.
+    pub version: bool,
+    /// `seq_no_primary_term=true`: hits carry `_seq_no` and `_primary_term`.
+    pub seq_no_primary_term: bool,
+}
+
+fn bool_of(v: &Value, what: &str) -> Result<bool, ApiError> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" || s.is_empty() => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        _ => Err(ApiError::parsing(format!(
+            "[{what}] must be true or false, not {v}"
+        ))),
+    }
 }
 
 fn usize_of(v: &Value, what: &str) -> Result<usize, ApiError> {
@@ -159,8 +174,18 @@ pub fn parse_request(
             "_source",
             "track_total_hits",
             "timeout",
+            "version",
+            "seq_no_primary_term",
         ]
     };
+    if let Some(k) = ["routing", "preference", "search_type"]
+        .into_iter()
+        .find(|k| params.contains_key(*k))
+    {
+        return Err(ApiError::illegal(format!(
+            "request parameter [{k}] is not supported by quarry's _search"
+        )));
+    }
     for k in m.keys() {
         if !allowed.contains(&k.as_str()) {
             return Err(ApiError::parsing(format!(
@@ -240,7 +265,12 @@ pub fn parse_request(
             ))
         }
     };
+    let flag = |k: &str| pick(k).map_or(Ok(false), |v| bool_of(&v, k));
+    let version = flag("version")?;
+    let seq_no_primary_term = flag("seq_no_primary_term")?;
     Ok(SearchRequest {
+        version,
+        seq_no_primary_term,
         query,
         from,
         size,
@@ -293,7 +323,15 @@ pub fn run(
             .unwrap_or_default()
             .to_string();
         let mut h = json!({"_index": handle.name(), "_id": id, "_score": hit.score});
-        if let Some(src) = req.source.apply(source_of(stored)) {
+        let (source, meta) = split_stored(stored);
+        if req.version {
+            h["_version"] = json!(meta.version);
+        }
+        if req.seq_no_primary_term {
+            h["_seq_no"] = json!(meta.seq_no);
+            h["_primary_term"] = json!(meta.primary_term);
+        }
+        if let Some(src) = req.source.apply(source) {
             h["_source"] = Value::Object(src);
         }
         hits.push(h);

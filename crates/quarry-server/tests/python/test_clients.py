@@ -137,3 +137,96 @@ def test_client_round_trip(server, module):
 
     es.indices.delete(index=index)
     assert not es.indices.exists(index=index)
+
+
+def start_server(data):
+    proc = subprocess.Popen(
+        [QUARRY, "serve", "--data", data, "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    assert line.startswith("quarry listening on "), line
+    return proc, line.split(" on ", 1)[1]
+
+
+def stop_server(proc):
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
+def test_versions_conflicts_health_and_refusals(module):
+    """Real _version / _seq_no / _primary_term, conflicts as ConflictError, figures of
+    _cluster/health and _cat/indices, refresh=wait_for, 400s for what quarry lacks, and the
+    values surviving a restart (this test starts and stops its own server)."""
+    es_mod = importlib.import_module(module)
+    data = tempfile.mkdtemp(prefix="quarry-truth-test-")
+    proc, url = start_server(data)
+    try:
+        es = es_mod.Elasticsearch(url, request_timeout=60)
+        info = es.info()
+        assert info["version"]["build_flavor"] == "default" and info["tagline"]
+        assert "quarry" in info and info["quarry"]["version"]
+        es.indices.create(index="books", mappings={"properties": {"title": {"type": "text"}}},
+                          settings={"refresh_interval": "200ms"})
+        r = es.index(index="books", id="1", document={"title": "dune"})
+        assert (r["_version"], r["_seq_no"], r["_primary_term"]) == (1, 0, 1)
+        r = es.index(index="books", id="1", document={"title": "dune messiah"})
+        assert (r["_version"], r["_seq_no"]) == (2, 1)
+        with pytest.raises(es_mod.ConflictError):
+            es.index(index="books", id="1", document={"title": "x"}, if_seq_no=0, if_primary_term=1)
+        r = es.index(index="books", id="1", document={"title": "children of dune"},
+                     if_seq_no=1, if_primary_term=1)
+        assert (r["_version"], r["_seq_no"]) == (3, 2)
+        with pytest.raises(es_mod.ConflictError):
+            es.create(index="books", id="1", document={"title": "x"})
+        r = es.index(index="books", id="ext", document={"title": "e"}, version=5, version_type="external")
+        assert r["_version"] == 5
+        with pytest.raises(es_mod.ConflictError):
+            es.index(index="books", id="ext", document={"title": "e"}, version=5, version_type="external")
+        r = es.index(index="books", id="ext", document={"title": "f"}, version=5, version_type="external_gte")
+        assert r["_version"] == 5
+        r = es.index(index="books", id="2", document={"title": "emma"}, refresh="wait_for")
+        assert es.count(index="books")["count"] == 3
+        r = es.delete(index="books", id="2", refresh=True)
+        assert (r["result"], r["_version"]) == ("deleted", 2)
+        last_seq = r["_seq_no"]
+        assert last_seq == 6
+        doc = es.get(index="books", id="1")
+        assert (doc["_version"], doc["_seq_no"], doc["_primary_term"]) == (3, 2, 1)
+
+        health = es.cluster.health()
+        assert health["status"] == "green" and health["active_primary_shards"] == 1
+        es.indices.create(index="rep", settings={"number_of_replicas": 1})
+        health = es.cluster.health()
+        assert health["status"] == "yellow" and health["unassigned_shards"] == 1
+        rows = {r["index"]: r for r in es.cat.indices(format="json", bytes="b")}
+        # Deleted documents as in Elasticsearch: the delete of "2" and the three overwrites
+        # (two of "1", one of "ext") until a merge reclaims them.
+        assert rows["books"]["docs.count"] == "2" and rows["books"]["docs.deleted"] == "4"
+        assert int(rows["books"]["store.size"]) > 0
+        assert rows["rep"]["health"] == "yellow"
+
+        with pytest.raises(es_mod.BadRequestError) as e:
+            es.index(index="books", id="1", document={}, routing="a")
+        assert "routing" in str(e.value.info)
+        with pytest.raises(es_mod.BadRequestError) as e:
+            es.perform_request("GET", "/_search", headers={"accept": "application/json"})
+        assert "no handler found" in str(e.value.info)
+        with pytest.raises(es_mod.BadRequestError):
+            es.indices.create(index="m", mappings={"_source": {"enabled": False}})
+    finally:
+        stop_server(proc)
+
+    proc, url = start_server(data)
+    try:
+        es = es_mod.Elasticsearch(url, request_timeout=60)
+        doc = es.get(index="books", id="1")
+        assert (doc["_version"], doc["_seq_no"], doc["_primary_term"]) == (3, 2, 1)
+        r = es.index(index="books", id="1", document={"title": "again"})
+        assert (r["_version"], r["_seq_no"], r["_primary_term"]) == (4, last_seq + 1, 2)
+        with pytest.raises(es_mod.ConflictError):
+            es.delete(index="books", id="1", if_seq_no=r["_seq_no"], if_primary_term=1)
+    finally:
+        stop_server(proc)

@@ -1,0 +1,209 @@
+//! Which handler answers which request? The routing table and what every handler shares.
+//!
+//! The handlers live in one module per group of endpoints: [`admin`] (the root, cluster
+//! health, `_cat`, metrics, index lifecycle, refresh and flush), [`documents`] (single-document
+//! writes and reads, `_bulk`) and [`searching`] (`_search`, `_count`). An endpoint quarry lacks
+//! gets Elasticsearch's `no handler found for uri [..] and method [..]` (400), a known path
+//! with the wrong method a 405, and a path whose first segment starts with `_` never reads as an
+//! index name.
+use std::collections::HashMap;
+
+use axum::body::{Body, Bytes};
+use axum::extract::Query as UrlQuery;
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+pub mod admin;
+pub mod documents;
+pub mod searching;
+
+use admin::*;
+use documents::*;
+use searching::*;
+
+type Params = UrlQuery<HashMap<String, String>>;
+type ApiResult = Result<Response, ApiError>;
+
+/// The routes of the API (middleware is added by [`crate::app`]).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(root).head(root_head))
+        .route("/_metrics", get(metrics))
+        .route("/_cat/indices", get(cat_indices))
+        .route("/_cat/indices/{index}", get(cat_indices_of))
+        .route("/_cluster/health", get(cluster_health))
+        .route("/_cluster/health/{index}", get(cluster_health_of))
+        .route("/_bulk", post(bulk_all).put(bulk_all))
+        .route("/_refresh", post(refresh_all).get(refresh_all))
+        .route(
+            "/{index}",
+            get(get_index)
+                .put(create_index)
+                .delete(delete_index)
+                .head(head_index),
+        )
+        .route("/{index}/_mapping", get(get_mapping))
+        .route("/{index}/_bulk", post(bulk_index).put(bulk_index))
+        .route("/{index}/_refresh", post(refresh_index).get(refresh_index))
+        .route("/{index}/_flush", post(flush_index).get(flush_index))
+        .route("/{index}/_doc", post(post_doc))
+        .route(
+            "/{index}/_doc/{id}",
+            get(get_doc)
+                .head(head_doc)
+                .put(put_doc)
+                .post(put_doc)
+                .delete(delete_doc),
+        )
+        .route("/{index}/_create/{id}", put(create_doc).post(create_doc))
+        .route("/{index}/_update/{id}", post(update_doc))
+        .route("/{index}/_search", get(search_index).post(search_index))
+        .route("/{index}/_count", get(count_index).post(count_index))
+}
+
+/// Runs blocking engine work on the bounded pool (searches wait for a permit).
+pub(crate) async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let _permit = state
+        .permits
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("server is shutting down"))?;
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
+}
+
+/// Parses a JSON body (empty = null) that passed the size and media-type checks.
+pub(crate) fn json_body(body: &Bytes) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::json(format!(
+            "failed to parse the request body as JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+pub(crate) fn ok(v: Value) -> ApiResult {
+    Ok(Json(v).into_response())
+}
+
+pub(crate) fn with_status(status: StatusCode, v: Value) -> ApiResult {
+    Ok((status, Json(v)).into_response())
+}
+
+pub(crate) fn head(found: bool) -> ApiResult {
+    let status = if found {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    Ok((status, [(header::CONTENT_TYPE, "application/json")]).into_response())
+}
+
+/// Elasticsearch's answer for a path no handler serves (quarry does not implement it yet).
+pub async fn fallback(method: Method, uri: axum::http::Uri) -> ApiResult {
+    Err(no_handler(&method, uri.path()))
+}
+
+/// `no handler found for uri [..] and method [..]` (400), saying quarry lacks the endpoint.
+pub fn no_handler(method: &Method, path: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "illegal_argument_exception",
+        format!(
+            "no handler found for uri [{path}] and method [{method}] (quarry does not support this endpoint yet)"
+        ),
+    )
+}
+
+/// Paths such as `/_search` or `/_mget/..` match `/{index}` routes: a first segment starting
+/// with `_` is an endpoint quarry lacks, never an index name.
+pub(crate) fn not_an_endpoint(method: &Method, index: &str, path: &str) -> Result<(), ApiError> {
+    if index.starts_with('_') {
+        return Err(no_handler(method, path));
+    }
+    Ok(())
+}
+
+/// Refuses URL parameters an endpoint does not implement (Elasticsearch's wording), so that
+/// nothing is silently ignored. `pretty`, `human` and `error_trace` are always accepted (they
+/// change only the layout of a response, or nothing).
+pub(crate) fn check_params(
+    p: &HashMap<String, String>,
+    path: &str,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
+    let common = ["pretty", "human", "error_trace"];
+    let mut bad: Vec<&str> = p
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !allowed.contains(k) && !common.contains(k))
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    bad.sort_unstable();
+    let list = bad.join(", ");
+    Err(ApiError::illegal(format!(
+        "request [{path}] contains unrecognized parameter{}: [{list}] (quarry does not support {})",
+        if bad.len() > 1 { "s" } else { "" },
+        if bad.len() > 1 { "them" } else { "it" },
+    )))
+}
+
+/// Answer for a known path with the wrong method.
+pub async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiResult {
+    Err(ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "illegal_argument_exception",
+        format!("Incorrect HTTP method for uri [{uri}] and method [{method}]"),
+    ))
+}
+
+/// Reads a request body up to `limit` bytes (413 beyond).
+pub async fn read_limited(
+    body: Body,
+    limit: usize,
+    headers: &HeaderMap,
+) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request_entity_too_large_exception",
+            format!(
+                "the request body is larger than the limit of {limit} bytes (--max-body-bytes)"
+            ),
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if len > limit as u64 {
+            return Err(too_large());
+        }
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+        {
+            too_large()
+        } else {
+            ApiError::parsing(format!("could not read the request body: {e}"))
+        }
+    })
+}

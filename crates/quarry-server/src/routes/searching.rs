@@ -1,0 +1,60 @@
+//! What do the search endpoints answer? `_search` and `_count` on one index (the request and
+//! response shapes live in [`crate::search`]).
+use std::collections::HashMap;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query as UrlQuery, State};
+use axum::http::Method;
+
+use super::{blocking, json_body, not_an_endpoint, ok, ApiResult, Params};
+use crate::search;
+use crate::AppState;
+
+async fn search_common(
+    state: AppState,
+    index: String,
+    p: HashMap<String, String>,
+    body: Bytes,
+    count_only: bool,
+    method: Method,
+) -> ApiResult {
+    let start = Instant::now();
+    let endpoint = if count_only { "_count" } else { "_search" };
+    not_an_endpoint(&method, &index, &format!("/{index}/{endpoint}"))?;
+    let h = state.indices.get(&index)?;
+    let body = json_body(&body)?;
+    let default_timeout = state.config.default_search_timeout;
+    let out = blocking(&state, move || {
+        let req = search::parse_request(&body, &p, &h.searcher(), count_only)?;
+        if count_only {
+            search::count(&h, &req)
+        } else {
+            search::run(&h, &req, start, default_timeout)
+        }
+    })
+    .await?;
+    ok(out)
+}
+
+/// `GET|POST /{index}/_search`.
+pub async fn search_index(
+    method: Method,
+    State(state): State<AppState>,
+    Path(index): Path<String>,
+    UrlQuery(p): Params,
+    body: Bytes,
+) -> ApiResult {
+    search_common(state, index, p, body, false, method).await
+}
+
+/// `GET|POST /{index}/_count`.
+pub async fn count_index(
+    method: Method,
+    State(state): State<AppState>,
+    Path(index): Path<String>,
+    UrlQuery(p): Params,
+    body: Bytes,
+) -> ApiResult {
+    search_common(state, index, p, body, true, method).await
+}
