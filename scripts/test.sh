@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it (.ci/run calls exactly this script):
+# The whole test suite, as CI runs it (.ci/run calls exactly this script). Each step fails the
+# suite; none is skipped for a missing tool: a JDK 21+ and Maven are installed when missing.
 #   1. formatting (`cargo fmt --check`), lints (`cargo clippy`, warnings denied) and API docs
 #      (`cargo doc`, warnings denied) of every crate of the workspace;
-#   2. unit, property and integration tests of every crate, quarry-bench included (Reuters parity
-#      with Lucene, corruption, crash and CLI tests);
-#   3. the Python package's tests (scripts/python-tests.sh: a venv under target/pyvenv, the
+#   2. java: scripts/ensure-java.sh finds a JDK 21+ and Maven, or installs them (apt-get, as
+#      root), and exports JAVA_HOME; it fails when it can do neither;
+#   3. unit, property and integration tests of every crate, quarry-bench included (Reuters
+#      analysis and ranking against Lucene's recorded answers, corruption, crash and CLI tests;
+#      the SIMD kernels forced one by one against their scalar twins, each kernel's test saying
+#      whether this CPU ran it; direct I/O off tmpfs; the CLI's permission error as root too);
+#   3a. long property runs: the pruning and crash property tests again with 3x their cases and a
+#      fixed seed (PROPTEST_RNG_SEED, QUARRY_PROPTEST_SCALE): 72 and 24 more random cases;
+#   3b. the analyzer against Lucene itself (scripts/lucene-analyzer-cases.sh): 3000 random strings
+#      of a fixed seed tokenized by Lucene's StandardAnalyzer and by quarry's, which must agree;
+#   4. the Python package's tests (scripts/python-tests.sh: a venv under target/pyvenv, the
 #      package built from source with maturin, pytest incl. the Ray sharding exactness test);
-#   3a. the HTTP server driven by the official Elasticsearch Python clients 9.x and 8.x
-#      (scripts/server-tests.sh, its own venv under target/);
-#   3b. a build of the fuzz targets (fuzz/, its own workspace; plain stable cargo, no cargo-fuzz);
-#   4. the benchmark suite's smoke run (W1, --quick, reports under target/bench-quick/), which
-#      builds the Lucene harness with Maven when Java 21+ and Maven are present and fails when
-#      quarry's hit counts or top-10 ids differ from Lucene's; without them Lucene is skipped,
-#      with a note, and only quarry and Tantivy run.
-# Each step prints its time. QUARRY_SKIP_BENCH_SMOKE=1 leaves out step 4,
-# QUARRY_SKIP_FUZZ_BUILD=1 step 3b, QUARRY_SKIP_PYTHON=1 step 3,
-# QUARRY_SKIP_SERVER_CLIENTS=1 step 3a.
+#   4a. the HTTP server driven by the official Elasticsearch Python clients, pinned to exact
+#      versions (scripts/server-tests.sh, its own venv under target/);
+#   4b. a build of the fuzz targets (fuzz/, its own workspace; plain stable cargo, no cargo-fuzz);
+#   5. the benchmark suite's smoke run (W1, --quick, reports under target/bench-quick/) with
+#      `--check-parity --require-lucene`: it builds the Lucene harness with Maven and fails when
+#      Lucene cannot be built or started, when quarry's hit counts or top-10 ids differ from
+#      Lucene's on any query, or when both fail on one; then `online-parity --require-lucene`:
+#      the same adds, deletes, updates and merges replayed by quarry and Lucene, whose counts,
+#      top-10 ids and scores must agree at every checkpoint (same failures).
+# Each step prints its time. QUARRY_SKIP_BENCH_SMOKE=1 leaves out step 5,
+# QUARRY_SKIP_FUZZ_BUILD=1 step 4b, QUARRY_SKIP_PYTHON=1 step 4,
+# QUARRY_SKIP_SERVER_CLIENTS=1 step 4a, QUARRY_SKIP_LONG_PROPS=1 step 3a (for local runs; CI
+# sets none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +43,18 @@ step() {
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step doc env RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
+JAVA_HOME=$(bash scripts/ensure-java.sh)
+export JAVA_HOME
 step test cargo test --workspace --locked
+
+if [[ "${QUARRY_SKIP_LONG_PROPS:-0}" != "1" ]]; then
+  step long-props env PROPTEST_RNG_SEED=20261129 QUARRY_PROPTEST_SCALE=3 \
+    cargo test --locked -p quarry --test pruning_props --test crash -- \
+    random_operations_match_a_model pruned_equals_exhaustive_equals_model \
+    long_single_terms_best_blocks_first pruned_conjunctions_and_phrases
+fi
+
+step lucene-analyzer bash scripts/lucene-analyzer-cases.sh
 
 if [[ "${QUARRY_SKIP_PYTHON:-0}" != "1" ]]; then
   step python-tests bash scripts/python-tests.sh
@@ -47,6 +70,7 @@ fi
 
 if [[ "${QUARRY_SKIP_BENCH_SMOKE:-0}" != "1" ]]; then
   step bench-build cargo build --locked --release -p quarry-bench
-  step bench-smoke cargo run --locked --release -p quarry-bench -- run --workload w1 --quick --check-parity
-  step online-parity cargo run --locked --release -p quarry-bench -- online-parity
+  step bench-smoke cargo run --locked --release -p quarry-bench -- run --workload w1 --quick --check-parity \
+    --require-lucene
+  step online-parity cargo run --locked --release -p quarry-bench -- online-parity --require-lucene
 fi

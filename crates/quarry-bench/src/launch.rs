@@ -233,7 +233,65 @@ fn stale(repo: &Path, jar: &Path) -> bool {
     }
 }
 
+/// What `--require-lucene` adds to the error when Lucene cannot run: what to do about it.
+pub const LUCENE_REQUIRED: &str = "Lucene is required (--require-lucene) but cannot run here; \
+     install a JDK 21+ and Maven (as root on Debian/Ubuntu: `bash scripts/ensure-java.sh`), or \
+     point JAVA_HOME at a JDK 21+ with `mvn` on PATH";
+
+/// The major version `java -version` reports (`openjdk version "21.0.2"` -> 21, `"1.8.0"` -> 8).
+fn parse_java_major(version_output: &str) -> Option<u32> {
+    let start = version_output.find("version \"")? + "version \"".len();
+    let v = &version_output[start..];
+    let mut parts = v.split(['.', '"', '-', '+', '_']);
+    match parts.next()?.parse().ok()? {
+        1 => parts.next()?.parse().ok(),
+        major => Some(major),
+    }
+}
+
+/// Checks that `java` starts and is 21 or newer (Lucene 10 needs 21); its major version.
+fn check_java(java: &Path) -> Result<u32> {
+    let out = Command::new(java)
+        .arg("-version")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot start Java ({}): no JDK found; install a JDK 21+ or set JAVA_HOME to one",
+                java.display()
+            )
+        })?;
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "`{} -version` failed ({}): {}",
+            java.display(),
+            out.status,
+            text.trim()
+        );
+    }
+    let major = parse_java_major(&text).with_context(|| {
+        format!(
+            "no version in the output of `{} -version`: {}",
+            java.display(),
+            text.trim()
+        )
+    })?;
+    if major < 21 {
+        bail!(
+            "Java {major} at {} is too old: the Lucene driver needs a JDK 21+ (set JAVA_HOME to one)",
+            java.display()
+        );
+    }
+    Ok(major)
+}
+
 pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launcher> {
+    let java = java_home()
+        .map(|h| h.join("bin/java"))
+        .unwrap_or_else(|| PathBuf::from("java"));
+    check_java(&java)?;
     let jar = match explicit.or_else(|| find_jar(repo).filter(|j| !stale(repo, j))) {
         Some(j) => j,
         None => {
@@ -252,7 +310,7 @@ pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launche
             }
             let st = mvn
                 .status()
-                .context("running mvn (install Maven and a JDK >= 21 to benchmark Lucene)")?;
+                .context("cannot run `mvn` (Maven) to build the Lucene driver: install Maven")?;
             if !st.success() {
                 bail!("mvn package failed ({st}); the Lucene driver is not available");
             }
@@ -260,9 +318,6 @@ pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launche
                 .context("mvn package succeeded but no jar appeared under bench/lucene/target")?
         }
     };
-    let java = java_home()
-        .map(|h| h.join("bin/java"))
-        .unwrap_or_else(|| PathBuf::from("java"));
     // Lucene's recommended flags: the Panama vector API (vectorized postings decoding) and native
     // access (madvise via PosixNativeAccess). Override with QUARRY_BENCH_JAVA_OPTS.
     let opts = std::env::var("QUARRY_BENCH_JAVA_OPTS")
@@ -273,4 +328,25 @@ pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launche
         .map(String::from)
         .collect();
     Ok(Launcher::Java { java, opts, jar })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_major_versions() {
+        let v = |s| parse_java_major(s);
+        assert_eq!(v("openjdk version \"21.0.2\" 2024-01-16"), Some(21));
+        assert_eq!(v("openjdk version \"25\" 2025-09-16"), Some(25));
+        assert_eq!(v("java version \"1.8.0_381\""), Some(8));
+        assert_eq!(v("openjdk version \"17.0.15\" 2025-04-15"), Some(17));
+        assert_eq!(v("no java here"), None);
+    }
+
+    #[test]
+    fn a_missing_java_is_a_clear_error() {
+        let e = check_java(Path::new("/nonexistent/bin/java")).unwrap_err();
+        assert!(format!("{e:#}").contains("install a JDK 21+"), "{e:#}");
+    }
 }

@@ -305,6 +305,15 @@ pub fn compare(quarry: &[Value], lucene: &[Value]) -> (usize, Vec<String>) {
         };
         compared += 1;
         let (phase, query, mode) = (&k.1, &k.2, &k.3);
+        if x.get("error").is_some() || y.get("error").is_some() {
+            // One or both engines failed the query: no answer to compare, never agreement.
+            diffs.push(format!(
+                "{phase} {mode} {query:?}: quarry error {}, lucene error {}",
+                x.get("error").unwrap_or(&json!("none")),
+                y.get("error").unwrap_or(&json!("none"))
+            ));
+            continue;
+        }
         if k.0 == "state" {
             for f in ["segments", "docs", "live_docs"] {
                 if x[f] != y[f] {
@@ -354,6 +363,9 @@ pub fn compare(quarry: &[Value], lucene: &[Value]) -> (usize, Vec<String>) {
                 }
             }
         }
+    }
+    if compared == 0 {
+        diffs.push("no checkpoint record answered by both engines: nothing was compared".into());
     }
     if compared < lucene.len() {
         diffs.push(format!(
@@ -408,7 +420,7 @@ pub fn run(args: OnlineParityArgs) -> Result<()> {
             eprintln!("[online-parity] SKIPPED: Lucene cannot be run here: {e:#}");
             return Ok(());
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.context(crate::launch::LUCENE_REQUIRED)),
     };
     let t = std::time::Instant::now();
     let q = replay_quarry(&work.join("quarry-index"), &corpus, &ops, &queries)?;
@@ -557,5 +569,15 @@ mod tests {
         other[j]["top"][0]["score"] = json!(1234.5);
         let (_, diffs) = compare(&q, &other);
         assert_eq!(diffs.len(), 2, "{diffs:?}");
+        // Both failing on a query is a difference, and so is comparing nothing at all.
+        let (mut qe, mut le) = (q.clone(), q.clone());
+        let k = qe.iter().position(|r| r["mode"] == "count").unwrap();
+        qe[k]["error"] = json!("boom");
+        le[k]["error"] = json!("bang");
+        let (_, diffs) = compare(&qe, &le);
+        assert_eq!(diffs.len(), 1, "{diffs:?}");
+        assert!(diffs[0].contains("boom") && diffs[0].contains("bang"));
+        let (n, diffs) = compare(&[], &[]);
+        assert_eq!((n, diffs.len()), (0, 1), "{diffs:?}");
     }
 }

@@ -41,9 +41,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Fail (exit non-zero, after writing the reports) when quarry's hit counts or top-10 ids differ
-    /// from Lucene's on any query; skipped, with a note, when Lucene cannot run here.
+    /// from Lucene's on any query, or when both fail on one; skipped, with a note, when Lucene
+    /// cannot run here (unless --require-lucene).
     #[arg(long)]
     pub check_parity: bool,
+    /// Fail (exit non-zero, before running anything) when Lucene cannot run here: no JDK 21+, no
+    /// Maven to build its driver, or `lucene` left out of --engines. CI passes it.
+    #[arg(long)]
+    pub require_lucene: bool,
     /// Repository root (default: found from this crate's location or the current directory).
     #[arg(long)]
     pub repo: Option<PathBuf>,
@@ -221,15 +226,46 @@ pub fn run(args: RunArgs) -> Result<()> {
     });
     let tmp = repo.join("bench/results/tmp");
     std::fs::create_dir_all(&out_dir)?;
-    let mut parity_failures = Vec::new();
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    parse_shapes(&args.shapes)?;
+    let (launchers, engine_status) = engine_launchers(&args, &repo)?;
+    let codecs = codec_record(&args)?;
+    let mut parity_failures = Vec::new();
+    for w in workloads(&args.workload)? {
+        let ctx = WorkloadRun {
+            args: &args,
+            repo: &repo,
+            tmp: &tmp,
+            out_dir: &out_dir,
+            cores,
+            launchers: &launchers,
+            engine_status: &engine_status,
+            codecs: &codecs,
+        };
+        let results = ctx.run(w)?;
+        if args.check_parity {
+            check_parity(w, &results, args.require_lucene, &mut parity_failures);
+        }
+    }
+    if !parity_failures.is_empty() {
+        bail!(
+            "quarry's answers differ from Lucene's ({}); see above and the reports",
+            parity_failures.join(", ")
+        );
+    }
+    Ok(())
+}
 
-    // Which engines can run here.
+/// The engines that can run here, by name, and each engine's status for the report.
+type Engines = (Vec<(String, Launcher)>, serde_json::Map<String, Value>);
+
+/// The engines of `--engines` that can run here, and each one's status for the report (ran,
+/// or skipped and why). Lucene that cannot run is an error under `--require-lucene`.
+fn engine_launchers(args: &RunArgs, repo: &Path) -> Result<Engines> {
     let mut launchers: Vec<(String, Launcher)> = Vec::new();
     let mut engine_status = serde_json::Map::new();
-    parse_shapes(&args.shapes)?;
     let engines = args
         .engines
         .clone()
@@ -241,7 +277,12 @@ pub fn run(args: RunArgs) -> Result<()> {
             "quarry" => Err(anyhow::anyhow!(
                 "skipped: quarry-bench was built without the quarry driver (feature `quarry-driver`)"
             )),
-            "lucene" => lucene_launcher(&repo, args.lucene_jar.clone()),
+            "lucene" => match lucene_launcher(repo, args.lucene_jar.clone()) {
+                Err(err) if args.require_lucene => {
+                    return Err(err.context(crate::launch::LUCENE_REQUIRED))
+                }
+                l => l,
+            },
             "seekstorm" if crate::SEEKSTORM_DRIVER => Ok(Launcher::SelfExe {
                 engine: "seekstorm",
             }),
@@ -256,7 +297,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         match launcher {
             Ok(l) => {
                 let version = match &l {
-                    Launcher::Java { .. } => lucene_version(&repo),
+                    Launcher::Java { .. } => lucene_version(repo),
                     Launcher::SelfExe { .. } => None,
                 };
                 engine_status.insert(
@@ -277,23 +318,46 @@ pub fn run(args: RunArgs) -> Result<()> {
     if launchers.is_empty() {
         bail!("no engine can run");
     }
+    if args.require_lucene && !launchers.iter().any(|(e, _)| e == "lucene") {
+        bail!("--require-lucene, but --engines {engines:?} leaves Lucene out");
+    }
+    Ok((launchers, engine_status))
+}
 
-    let codecs = if args.no_codecs {
-        Value::Null
-    } else {
-        eprintln!("[codecs] decode micro-benchmark and memory bandwidth (one core)");
-        let report = crate::codecs::measure(&crate::codecs::CodecArgs {
-            millis: if args.quick { 2 } else { 40 },
-            buffer_mb: None,
-            json: true,
-        });
-        serde_json::to_value(report)?
-    };
+/// The codec micro-benchmark's record, or null with `--no-codecs`.
+fn codec_record(args: &RunArgs) -> Result<Value> {
+    if args.no_codecs {
+        return Ok(Value::Null);
+    }
+    eprintln!("[codecs] decode micro-benchmark and memory bandwidth (one core)");
+    let report = crate::codecs::measure(&crate::codecs::CodecArgs {
+        millis: if args.quick { 2 } else { 40 },
+        buffer_mb: None,
+        json: true,
+    });
+    Ok(serde_json::to_value(report)?)
+}
 
-    for w in workloads(&args.workload)? {
+/// What one workload's run needs from the whole run.
+struct WorkloadRun<'a> {
+    args: &'a RunArgs,
+    repo: &'a Path,
+    tmp: &'a Path,
+    out_dir: &'a Path,
+    cores: usize,
+    launchers: &'a [(String, Launcher)],
+    engine_status: &'a serde_json::Map<String, Value>,
+    codecs: &'a Value,
+}
+
+impl WorkloadRun<'_> {
+    /// Prepares workload `w`, indexes it with every engine, runs the queries interleaved,
+    /// writes the raw records and the report, and returns the records.
+    fn run(&self, w: &str) -> Result<Value> {
+        let (args, tmp) = (self.args, self.tmp);
         let started = Instant::now();
-        let prepared = workload::prepare(w, &repo, &tmp, args.quick)?;
-        let settings = settings_for(w, &args, cores)?;
+        let prepared = workload::prepare(w, self.repo, tmp, args.quick)?;
+        let settings = settings_for(w, args, self.cores)?;
         eprintln!(
             "[{w}] {} docs, {} queries, settings {}",
             prepared.docs,
@@ -301,20 +365,20 @@ pub fn run(args: RunArgs) -> Result<()> {
             serde_json::to_string(&settings)?
         );
         let mut results = json!({
-            "meta": meta(&repo, &prepared, &settings, &engine_status),
+            "meta": meta(self.repo, &prepared, &settings, self.engine_status),
             "index": [], "merge": [], "query": [], "coldstart": [], "errors": [],
-            "codecs": codecs.clone(),
+            "codecs": self.codecs.clone(),
         });
         let mut passes = Vec::new();
         let indexes = index_all(
-            &launchers,
+            self.launchers,
             &prepared,
             &settings,
-            &tmp,
+            tmp,
             args.keep_indexes,
             &mut results,
         );
-        for ((name, launcher), index) in launchers.iter().zip(indexes) {
+        for ((name, launcher), index) in self.launchers.iter().zip(indexes) {
             let r = index.and_then(|index| {
                 finish_engine(name, launcher, &prepared, &settings, index, &mut results)
             });
@@ -330,7 +394,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 }
             }
         }
-        let slices = query_slices(&prepared, &tmp, settings.query_slices)?;
+        let slices = query_slices(&prepared, tmp, settings.query_slices)?;
         run_interleaved_queries(&passes, &prepared, &settings, &slices, &mut results);
         if !args.keep_indexes {
             for pass in passes.iter().filter(|p| p.copy) {
@@ -345,43 +409,42 @@ pub fn run(args: RunArgs) -> Result<()> {
             w,
             if args.quick { "-quick" } else { "" }
         );
-        let json_path = out_dir.join(format!("{stem}.json"));
-        std::fs::write(&json_path, serde_json::to_string_pretty(&results)?)?;
-        let md = crate::report::write_all(&results, &out_dir, &stem)?;
+        let json_path = self.out_dir.join(format!("{stem}.json.zst"));
+        crate::report::write_results(&json_path, &results)?;
+        let md = crate::report::write_all(&results, self.out_dir, &stem)?;
         eprintln!(
             "[{w}] done in {:.0} s: {} and {}",
             started.elapsed().as_secs_f64(),
             json_path.display(),
             md.display()
         );
-        if args.check_parity {
-            match crate::parity::compare(&results, "quarry", "lucene") {
-                Parity::Same(n) => {
-                    eprintln!(
-                        "[{w}] parity: quarry and Lucene agree on all {n} (query, mode) pairs"
-                    )
-                }
-                Parity::Skipped(why) => eprintln!("[{w}] parity check skipped: {why}"),
-                Parity::Differs(n, diffs) => {
-                    eprintln!(
-                        "[{w}] parity: {} difference(s) between quarry and Lucene over {n} (query, mode) pairs:",
-                        diffs.len()
-                    );
-                    for d in diffs.iter().take(20) {
-                        eprintln!("  {d}");
-                    }
-                    parity_failures.push(format!("{w}: {} difference(s)", diffs.len()));
-                }
+        Ok(results)
+    }
+}
+
+/// Compares quarry's answers with Lucene's in `results` and records a failure in `failures`
+/// (a difference, or, under `--require-lucene`, no comparison at all).
+fn check_parity(w: &str, results: &Value, require_lucene: bool, failures: &mut Vec<String>) {
+    match crate::parity::compare(results, "quarry", "lucene") {
+        Parity::Same(n) => {
+            eprintln!("[{w}] parity: quarry and Lucene agree on all {n} (query, mode) pairs")
+        }
+        Parity::Skipped(why) if require_lucene => {
+            eprintln!("[{w}] parity check could not be made: {why}");
+            failures.push(format!("{w}: not compared ({why})"));
+        }
+        Parity::Skipped(why) => eprintln!("[{w}] parity check skipped: {why}"),
+        Parity::Differs(n, diffs) => {
+            eprintln!(
+                "[{w}] parity: {} difference(s) between quarry and Lucene over {n} (query, mode) pairs:",
+                diffs.len()
+            );
+            for d in diffs.iter().take(20) {
+                eprintln!("  {d}");
             }
+            failures.push(format!("{w}: {} difference(s)", diffs.len()));
         }
     }
-    if !parity_failures.is_empty() {
-        bail!(
-            "quarry's answers differ from Lucene's ({}); see above and the reports",
-            parity_failures.join(", ")
-        );
-    }
-    Ok(())
 }
 
 fn push(results: &mut Value, key: &str, v: Value) {

@@ -61,13 +61,12 @@ pub fn compare(results: &Value, a: &str, b: &str) -> Parity {
         compared += 1;
         let (ex, ey) = (x["error"].as_str(), y["error"].as_str());
         if ex.is_some() || ey.is_some() {
-            if ex.is_none() || ey.is_none() {
-                diffs.push(format!(
-                    "{mode} {query}: {a} error {:?}, {b} error {:?}",
-                    ex.unwrap_or("none"),
-                    ey.unwrap_or("none")
-                ));
-            }
+            // Both failing is not agreement: neither answered, so nothing was compared.
+            diffs.push(format!(
+                "{mode} {query}: {a} error {:?}, {b} error {:?}",
+                ex.unwrap_or("none"),
+                ey.unwrap_or("none")
+            ));
             continue;
         }
         let m = mode.as_str().unwrap_or("");
@@ -87,6 +86,11 @@ pub fn compare(results: &Value, a: &str, b: &str) -> Parity {
     }
     if records.iter().all(|r| r["engine"] != a) {
         diffs.push(format!("{a} has no query records"));
+    }
+    if compared == 0 && diffs.is_empty() {
+        diffs.push(format!(
+            "no query answered by both {a} and {b}: nothing was compared"
+        ));
     }
     if diffs.is_empty() {
         Parity::Same(compared)
@@ -159,6 +163,24 @@ mod tests {
             compare(&r, "quarry", "lucene"),
             Parity::Differs(1, _)
         ));
+    }
+
+    #[test]
+    fn both_engines_failing_is_not_agreement() {
+        let r = results(
+            vec![
+                json!({"engine": "quarry", "query": "oil", "mode": "count", "error": "boom"}),
+                json!({"engine": "lucene", "query": "oil", "mode": "count", "error": "bang"}),
+            ],
+            "ran",
+        );
+        match compare(&r, "quarry", "lucene") {
+            Parity::Differs(1, d) => {
+                assert_eq!(d.len(), 1, "{d:?}");
+                assert!(d[0].contains("boom") && d[0].contains("bang"), "{d:?}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

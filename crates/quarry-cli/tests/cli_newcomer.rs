@@ -150,23 +150,54 @@ fn index_refusals_name_the_cause_first_and_print_nothing_before() {
     assert!(!t.path().join("nothing").exists());
 }
 
+/// Whether the unprivileged user `nobody` can run `bin` (every ancestor folder traversable by
+/// others, the file executable by others).
+#[cfg(unix)]
+fn reachable_by_others(bin: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode());
+    mode(bin).is_ok_and(|m| m & 0o001 != 0)
+        && bin
+            .ancestors()
+            .skip(1)
+            .all(|d| mode(d).is_ok_and(|m| m & 0o001 != 0))
+}
+
 #[cfg(unix)]
 #[test]
 fn unwritable_folder_gives_the_os_error_once_and_no_append_hint() {
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let t = tempfile::tempdir().unwrap();
     let input = t.path().join("docs.jsonl");
     write(&input, DOCS);
     let ro = t.path().join("ro");
     std::fs::create_dir(&ro).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
-    if std::fs::File::create(ro.join("probe")).is_ok() {
-        // Running as root: permissions do not apply, nothing to test.
-        return;
+    let mut cmd = quarry();
+    // Root ignores permissions, so as root (CI runs as root) the command runs as `nobody`, for
+    // whom the read-only folder is read-only: the same error, tested for real.
+    let as_root = std::fs::File::create(ro.join("probe")).is_ok();
+    if as_root {
+        std::fs::remove_file(ro.join("probe")).unwrap();
+        let perm = |p: &std::path::Path, m| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        perm(t.path(), 0o755);
+        perm(&input, 0o644);
+        let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_quarry"));
+        if !reachable_by_others(&bin) {
+            // The build directory is private (e.g. under /root): run a copy `nobody` can reach.
+            let copy = t.path().join("quarry");
+            std::fs::copy(&bin, &copy).unwrap();
+            perm(&copy, 0o755);
+            cmd = Command::new(copy);
+        }
+        cmd.uid(65534).gid(65534);
+        eprintln!("running as root: the command runs as uid 65534 (nobody)");
     }
     let err = fails(
-        quarry()
-            .args(["index", "--input"])
+        cmd.args(["index", "--input"])
             .arg(&input)
             .arg("--index")
             .arg(ro.join("idx")),
@@ -178,6 +209,31 @@ fn unwritable_folder_gives_the_os_error_once_and_no_append_hint() {
         !err.contains("--append") && !err.contains("inferred schema"),
         "{err}"
     );
+    assert!(!ro.join("idx").exists());
+}
+
+/// A file where a folder should be fails for every user, root included (ENOTDIR).
+#[test]
+fn a_file_in_the_index_path_gives_the_os_error_once_and_no_append_hint() {
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("docs.jsonl");
+    write(&input, DOCS);
+    let file = t.path().join("plain-file");
+    write(&file, "not a folder\n");
+    let err = fails(
+        quarry()
+            .args(["index", "--input"])
+            .arg(&input)
+            .arg("--index")
+            .arg(file.join("idx")),
+    );
+    assert!(err.contains("cannot create an index in"), "{err}");
+    assert_eq!(err.matches("os error 20").count(), 1, "{err}");
+    assert!(
+        !err.contains("--append") && !err.contains("inferred schema"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder\n");
 }
 
 #[test]

@@ -326,6 +326,15 @@ mod tests {
         }
     }
 
+    /// Whether the AVX-512 kernel ran in this process's tests (printed per run, `--nocapture`).
+    #[test]
+    fn dense_kernel_avx512_runs_here_or_says_not() {
+        match avx512_decoder() {
+            Some(_) => eprintln!("dense kernel avx512: ran (avx512_decoder_equals_scalar)"),
+            None => eprintln!("dense kernel avx512: NOT RUN, this CPU lacks AVX-512F"),
+        }
+    }
+
     proptest! {
         #[test]
         fn avx512_decoder_equals_scalar((base, docs) in block_strategy()) {

@@ -82,13 +82,53 @@ mod tests {
 
     proptest! {
         #[test]
-        fn kernels_agree_with_scalar(words in proptest::collection::vec(any::<u64>(), 0..200)) {
+        fn the_chosen_kernel_agrees_with_scalar(words in proptest::collection::vec(any::<u64>(), 0..200)) {
             let want = count_ones_scalar(&words);
             prop_assert_eq!(count_ones(&words), want);
             if let Some(fast) = fast_counter() {
                 prop_assert_eq!(fast(&words), want);
             }
         }
+    }
+
+    /// Runs `kernel` (when this CPU has its features) on random words against the scalar twin,
+    /// whatever kernel `fast_counter` would pick; prints whether it ran (`--nocapture`).
+    fn forced_kernel_agrees_with_scalar(name: &str, available: bool, kernel: CountOnes) {
+        use proptest::test_runner::{Config, TestRunner};
+        if !available {
+            eprintln!("popcount kernel {name}: NOT RUN, this CPU lacks its features");
+            return;
+        }
+        let config = Config::default();
+        let cases = config.cases;
+        TestRunner::new(config)
+            .run(&proptest::collection::vec(any::<u64>(), 0..200), |words| {
+                prop_assert_eq!(kernel(&words), count_ones_scalar(&words));
+                Ok(())
+            })
+            .unwrap();
+        eprintln!("popcount kernel {name}: ran, {cases} random word lists equal to scalar");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn popcount_kernel_popcnt_agrees_with_scalar() {
+        use crate::cpu::{has, Feature};
+        forced_kernel_agrees_with_scalar("popcnt", has(Feature::Popcnt), |words| {
+            // SAFETY: only called when popcnt was detected (checked before running it).
+            unsafe { count_ones_popcnt(words) }
+        });
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn popcount_kernel_avx512_agrees_with_scalar() {
+        use crate::cpu::{has_all, Feature};
+        let ok = has_all(&[Feature::Avx512f, Feature::Avx512vpopcntdq, Feature::Popcnt]);
+        forced_kernel_agrees_with_scalar("avx512", ok, |words| {
+            // SAFETY: only called when AVX-512F, VPOPCNTDQ and popcnt were detected.
+            unsafe { count_ones_avx512(words) }
+        });
     }
 
     #[test]

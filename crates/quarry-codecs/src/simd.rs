@@ -430,30 +430,72 @@ mod tests {
         assert_eq!(Kernel::from_name("avx3"), None);
     }
 
-    proptest! {
-        /// Every available kernel unpacks every width like the scalar reference, from random
-        /// bytes (any bit pattern is a valid block) followed by random trailing bytes.
-        #[test]
-        fn every_kernel_unpacks_like_scalar(
-            bytes in proptest::collection::vec(any::<u8>(), 16 * 32 + 64),
-            base in any::<u32>(),
-        ) {
-            for bits in 0..=32u32 {
-                let mut want = [0u32; BLOCK_LEN];
-                unpack_scalar(bits, &bytes, &mut want);
-                let len = 16 * bits as usize;
-                for kernel in Kernel::available_kernels() {
-                    let Some(table) = kernel.table() else { continue };
+    /// Forces `kernel` (through [`crate::BlockCodec::with_kernel`], as `QUARRY_SIMD` would)
+    /// and checks that it unpacks every width like the scalar twin, plain and sorted, from random
+    /// bytes (any bit pattern is a valid block) followed by random trailing bytes; a kernel this
+    /// CPU cannot run is reported, not run. Prints which kernel ran (`--nocapture`).
+    fn kernel_unpacks_like_scalar(kernel: Kernel) {
+        use proptest::test_runner::{Config, TestRunner};
+        if !kernel.available() {
+            eprintln!("simd kernel {kernel}: NOT RUN, this CPU cannot run it");
+            return;
+        }
+        let config = Config::default();
+        let cases = config.cases;
+        let codec = crate::BlockCodec::with_kernel(kernel);
+        let strategy = (
+            proptest::collection::vec(any::<u8>(), 16 * 32 + 64),
+            any::<u32>(),
+        );
+        TestRunner::new(config)
+            .run(&strategy, |(bytes, base)| {
+                for bits in 0..=32u32 {
+                    let mut want = [0u32; BLOCK_LEN];
+                    unpack_scalar(bits, &bytes, &mut want);
+                    let len = 16 * bits as usize;
                     let mut got = [1u32; BLOCK_LEN];
                     // Exactly the block's bytes: no kernel may read past them.
-                    (table.unpack[bits as usize])(&bytes[..len], &mut got);
+                    let used = codec.unpack(&bytes[..len], bits as u8, &mut got).unwrap();
+                    prop_assert_eq!(used, len);
                     prop_assert_eq!(got, want, "{} width {}", kernel, bits);
                     let mut want_sorted = want;
                     integrate_scalar(base, &mut want_sorted);
-                    (table.unpack_sorted[bits as usize])(base, &bytes[..len], &mut got);
+                    codec
+                        .unpack_sorted(base, &bytes[..len], bits as u8, &mut got)
+                        .unwrap();
                     prop_assert_eq!(got, want_sorted, "{} sorted width {}", kernel, bits);
                 }
-            }
-        }
+                Ok(())
+            })
+            .unwrap();
+        eprintln!("simd kernel {kernel}: ran, {cases} random blocks x 33 widths equal to scalar");
+    }
+
+    #[test]
+    fn kernel_scalar_unpacks_like_the_scalar_twin() {
+        kernel_unpacks_like_scalar(Kernel::Scalar);
+    }
+
+    #[test]
+    fn kernel_sse_unpacks_like_the_scalar_twin() {
+        kernel_unpacks_like_scalar(Kernel::Sse);
+    }
+
+    #[test]
+    fn kernel_avx2_unpacks_like_the_scalar_twin() {
+        kernel_unpacks_like_scalar(Kernel::Avx2);
+    }
+
+    #[test]
+    fn every_kernel_has_a_test_of_its_own() {
+        // A kernel added to `ALL` needs its `kernel_<name>_unpacks_like_the_scalar_twin` above.
+        assert_eq!(Kernel::ALL.map(Kernel::name), ["scalar", "sse", "avx2"]);
+        eprintln!(
+            "simd kernels this CPU runs: {:?}",
+            Kernel::available_kernels()
+                .into_iter()
+                .map(Kernel::name)
+                .collect::<Vec<_>>()
+        );
     }
 }

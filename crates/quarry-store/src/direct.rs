@@ -397,8 +397,42 @@ mod tests {
             .collect()
     }
 
+    /// Whether `path` is on tmpfs (statfs magic `TMPFS_MAGIC`), which may refuse `O_DIRECT`.
+    fn on_tmpfs(path: &Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+        // SAFETY: `c` is a NUL-terminated path and `st` points to writable memory of the right type.
+        let rc = unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) };
+        // SAFETY: statfs succeeded and filled `st` (zeroed before anyway).
+        rc == 0 && unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
+    }
+
+    /// A temporary folder on a file system that takes `O_DIRECT`: the system's temporary folder
+    /// unless it is tmpfs (then /var/tmp, else the workspace's target/ folder), so that the
+    /// direct-I/O tests test direct I/O wherever they run.
+    fn direct_tempdir() -> tempfile::TempDir {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/direct-io-tests");
+        let candidates = [std::env::temp_dir(), PathBuf::from("/var/tmp"), target];
+        for dir in &candidates {
+            let _ = std::fs::create_dir_all(dir);
+            if dir.is_dir() && !on_tmpfs(dir) {
+                if let Ok(t) = tempfile::tempdir_in(dir) {
+                    return t;
+                }
+            }
+        }
+        panic!("no folder off tmpfs for the direct-I/O tests among {candidates:?}");
+    }
+
+    #[test]
+    fn direct_tempdir_is_not_on_tmpfs() {
+        let t = direct_tempdir();
+        assert!(!on_tmpfs(t.path()), "{}", t.path().display());
+    }
+
     fn setup(opts: DirectOptions, n: usize) -> (tempfile::TempDir, DirectDirectory, Vec<u8>) {
-        let t = tempfile::tempdir().unwrap();
+        let t = direct_tempdir();
         let d = DirectDirectory::open_with(t.path(), opts).unwrap();
         let bytes = data(n);
         let mut w = d.create("f").unwrap();
@@ -420,7 +454,7 @@ mod tests {
     fn uses_o_direct_on_this_file_system() {
         let (_t, d, _) = setup(small_pool(), 10_000);
         let f = d.open_file("f").unwrap();
-        // The worktree's temp folder is on ext4 here; tmpfs would fall back (tested below).
+        // `setup` puts the file off tmpfs (which may fall back to buffered reads, tested below).
         assert!(f.is_direct(), "O_DIRECT refused on {}", d.path().display());
         f.read_bytes(0, 10).unwrap();
         assert!(f.is_direct());

@@ -168,11 +168,17 @@ fn reuters_body_throughput() {
 
 /// Differential check against cases written by Lucene itself: set `QUARRY_LUCENE_CASES` to a JSON
 /// lines file of `{"max": n, "text": "...", "tokens": [...]}` (made by a small Java program that
-/// runs Lucene's `StandardAnalyzer` with `setMaxTokenLength(max)` on random text).
+/// runs Lucene's `StandardAnalyzer` with `setMaxTokenLength(max)` on random text). CI runs it
+/// through `scripts/lucene-analyzer-cases.sh` (a fixed seed); there, with `CI` set, a missing
+/// cases file fails the test instead of leaving it with nothing to check.
 #[test]
 #[ignore]
 fn lucene_differential_cases() {
     let Ok(path) = std::env::var("QUARRY_LUCENE_CASES") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "QUARRY_LUCENE_CASES is not set: run scripts/lucene-analyzer-cases.sh (needs a JDK 21+)"
+        );
         eprintln!("QUARRY_LUCENE_CASES not set; nothing to check");
         return;
     };
@@ -200,6 +206,8 @@ fn lucene_differential_cases() {
             }
         }
     }
+    assert!(total > 0, "{path}: no cases");
+    eprintln!("{total} cases from {path}: {failures} differ from Lucene");
     assert_eq!(
         failures, 0,
         "{failures} of {total} cases differ from Lucene"

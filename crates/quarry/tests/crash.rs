@@ -237,8 +237,18 @@ fn searched(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
     out
 }
 
+/// Cases of the property tests below: `default` times `QUARRY_PROPTEST_SCALE` (default 1). CI's
+/// long run (scripts/test.sh) sets a scale and a fixed `PROPTEST_RNG_SEED`.
+fn cases(default: u32) -> u32 {
+    let scale: u32 = std::env::var("QUARRY_PROPTEST_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(1);
+    default.saturating_mul(scale.max(1))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
     #[test]
     fn random_operations_match_a_model(
         ops in proptest::collection::vec(op(), 1..40),

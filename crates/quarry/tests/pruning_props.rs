@@ -234,8 +234,18 @@ fn build_with(docs: &[Vec<usize>], threads: usize, ram: usize) -> (tempfile::Tem
     (tmp, index)
 }
 
+/// Cases of the property tests below: `default` times `QUARRY_PROPTEST_SCALE` (default 1). CI's
+/// long run (scripts/test.sh) sets a scale and a fixed `PROPTEST_RNG_SEED`.
+fn cases(default: u32) -> u32 {
+    let scale: u32 = std::env::var("QUARRY_PROPTEST_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(1);
+    default.saturating_mul(scale.max(1))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn pruned_equals_exhaustive_equals_model(docs in docs_strategy(), queries in proptest::collection::vec(query_strategy(), 1..6), k in prop_oneof![Just(1usize), Just(3), Just(10)], threads in 1usize..3) {
@@ -359,7 +369,7 @@ fn long_term_docs() -> impl Strategy<Value = Vec<Vec<usize>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(8), ..ProptestConfig::default() })]
 
     /// A single term over 32 blocks or more is scored best blocks first (`union::top_k_term`):
     /// the top k and their scores are the model's, ties broken by index order, whatever order
@@ -465,7 +475,7 @@ fn conjunction_docs() -> impl Strategy<Value = Vec<Vec<usize>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(8), ..ProptestConfig::default() })]
 
     /// Conjunctions of terms (`conjunction::top_k`, and `conjunction::dense` for common ones)
     /// and exact phrases (whose candidates are passed over on their pieces' frequencies) prune

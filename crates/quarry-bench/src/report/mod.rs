@@ -83,14 +83,37 @@ fn pairs(engines: &[String]) -> Vec<(String, String)> {
     out
 }
 
+/// Writes a run's raw records as zstd-compressed JSON (`<stem>.json.zst`): a W2 record is
+/// ~22 MB of JSON and ~2 MB compressed, and `bench/results/` keeps them in git.
+pub fn write_results(path: &Path, results: &Value) -> Result<()> {
+    let json = serde_json::to_vec_pretty(results)?;
+    let packed = zstd::encode_all(&json[..], 19)?;
+    std::fs::write(path, packed).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads a run's raw records: `.json.zst` (what runs write) or plain `.json` (older runs).
+pub fn read_results(path: &Path) -> Result<Value> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let json = if path.extension().is_some_and(|e| e == "zst") {
+        zstd::decode_all(&bytes[..]).with_context(|| format!("decompressing {}", path.display()))?
+    } else {
+        bytes
+    };
+    serde_json::from_slice(&json).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The report's stem of a raw-records file: its name without `.json` or `.json.zst`.
+fn results_stem(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_suffix(".json.zst")
+        .or_else(|| name.strip_suffix(".json"))
+}
+
 pub fn rerender(json: &Path) -> Result<()> {
-    let results: Value = serde_json::from_str(&std::fs::read_to_string(json)?)
-        .with_context(|| format!("parsing {}", json.display()))?;
+    let results = read_results(json)?;
     let out_dir = json.parent().unwrap_or(Path::new("."));
-    let stem = json
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .context("bad file name")?;
+    let stem =
+        results_stem(json).context("a results file is named <stem>.json or <stem>.json.zst")?;
     let md = write_all(&results, out_dir, stem)?;
     eprintln!("wrote {}", md.display());
     Ok(())
@@ -584,6 +607,21 @@ fn driver_peak_rss(r: &Value) -> f64 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn raw_records_round_trip_compressed_and_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = json!({"meta": {"commit": "abc"}, "records": [1, 2, 3]});
+        let zst = dir.path().join("2026-01-01-w1.json.zst");
+        write_results(&zst, &results).unwrap();
+        assert_eq!(read_results(&zst).unwrap(), results);
+        assert_eq!(results_stem(&zst), Some("2026-01-01-w1"));
+        let plain = dir.path().join("2026-01-01-w2.json");
+        std::fs::write(&plain, serde_json::to_string(&results).unwrap()).unwrap();
+        assert_eq!(read_results(&plain).unwrap(), results);
+        assert_eq!(results_stem(&plain), Some("2026-01-01-w2"));
+        assert!(read_results(&dir.path().join("missing.json.zst")).is_err());
+    }
 
     #[test]
     fn coldstart_peak_rss_is_the_drivers_own() {
