@@ -189,13 +189,17 @@ pub fn encode(values: &[u64]) -> Vec<u8> {
     }
     let blocks = len.div_ceil(BLOCK);
     let packed_width = bits((max - min) / g);
-    let block_widths: Vec<(u64, u8)> = values
+    // Each block's (min, max): its statistics, and its base and width in the `blocks` encoding.
+    let block_bounds: Vec<(u64, u64)> = values
         .chunks(BLOCK)
         .map(|c| {
-            let lo = *c.iter().min().unwrap_or(&0);
-            let hi = *c.iter().max().unwrap_or(&0);
-            (lo, bits((hi - lo) / g))
+            c.iter()
+                .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)))
         })
+        .collect();
+    let block_widths: Vec<(u64, u8)> = block_bounds
+        .iter()
+        .map(|&(lo, hi)| (lo, bits((hi - lo) / g)))
         .collect();
     let mut choice = (Encoding::Bitpacked, packed_bytes(len, packed_width));
     if !distinct.is_empty() {
@@ -241,9 +245,7 @@ pub fn encode(values: &[u64]) -> Vec<u8> {
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
-    for c in values.chunks(BLOCK) {
-        let lo = *c.iter().min().unwrap_or(&0);
-        let hi = *c.iter().max().unwrap_or(&0);
+    for &(lo, hi) in &block_bounds {
         out.extend_from_slice(&lo.to_le_bytes());
         out.extend_from_slice(&hi.to_le_bytes());
     }
