@@ -225,6 +225,11 @@ fn run(cli: Cli) -> Result<()> {
                         terms.join(" "),
                         bytes as f64 / 1e6
                     )?;
+                    if !s.columns.is_empty() {
+                        let cols: Vec<String> =
+                            s.columns.iter().map(|(f, d)| format!("{f}: {d}")).collect();
+                        writeln!(out, "    columns [{}]", cols.join("; "))?;
+                    }
                 }
                 writeln!(out, "bytes per file kind:")?;
                 for (k, v) in &r.bytes {
@@ -246,7 +251,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "ok: {} ({} deleted) in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields, deletions)",
+                "ok: {} ({} deleted) in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields, columns, deletions)",
                 plural(r.docs, "doc"),
                 r.docs - r.live_docs,
                 r.segments.len(),

@@ -112,6 +112,17 @@ impl PySchema {
     }
 }
 
+/// quarry indexes every field: `indexed=False` (tantivy-py's switch) is refused, not ignored.
+fn check_indexed(name: &str, indexed: bool) -> PyResult<()> {
+    if indexed {
+        Ok(())
+    } else {
+        Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "field {name:?}: indexed=False is not supported: quarry indexes every field"
+        )))
+    }
+}
+
 fn type_name(t: FieldType) -> &'static str {
     t.name()
 }
@@ -128,13 +139,26 @@ pub struct PySchemaBuilder {
 
 impl PySchemaBuilder {
     fn push(&self, name: &str, field_type: FieldType, stored: bool, analyzer: &str) {
-        self.fields.lock().expect("builder").push(FieldEntry {
-            name: name.to_string(),
-            field_type,
-            stored,
-            analyzer: analyzer.to_string(),
-            pairs: true,
-        });
+        self.push_entry(name, field_type, stored, analyzer, None, None);
+    }
+
+    fn push_entry(
+        &self,
+        name: &str,
+        field_type: FieldType,
+        stored: bool,
+        analyzer: &str,
+        fast: Option<bool>,
+        format: Option<&str>,
+    ) {
+        let mut f = FieldEntry::new(name, field_type);
+        f.stored = stored;
+        f.analyzer = analyzer.to_string();
+        if let Some(fast) = fast {
+            f.doc_values = fast;
+        }
+        f.format = format.map(str::to_string);
+        self.fields.lock().expect("builder").push(f);
     }
 }
 
@@ -147,39 +171,107 @@ impl PySchemaBuilder {
 
     /// A text field: analyzed (``analyzer``, default ``"standard"``: Lucene's
     /// StandardAnalyzer), with positions and norms; ``stored`` keeps the original value.
-    #[pyo3(signature = (name, stored = true, analyzer = "standard"))]
+    /// ``indexed`` and ``fast`` are accepted as tantivy-py writes them: a text field is always
+    /// indexed and keeps no column (``fast=True`` is refused).
+    #[pyo3(signature = (name, stored = true, analyzer = "standard", indexed = true, fast = false, tokenizer_name = None))]
     fn add_text_field<'py>(
         slf: PyRef<'py, Self>,
         name: &str,
         stored: bool,
         analyzer: &str,
-    ) -> PyRef<'py, Self> {
+        indexed: bool,
+        fast: bool,
+        tokenizer_name: Option<&str>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        if fast {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "field {name:?}: text fields keep no column (fast=True); add a keyword field to sort or aggregate by it"
+            )));
+        }
+        let analyzer = match tokenizer_name {
+            None | Some("default") => analyzer,
+            Some(other) => other,
+        };
         slf.push(name, FieldType::Text, stored, analyzer);
-        slf
+        Ok(slf)
     }
 
-    /// A keyword field: the whole value is one exact term (always stored).
-    fn add_keyword_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
-        slf.push(name, FieldType::Keyword, true, "standard");
-        slf
+    /// A keyword field: the whole value is one exact term, stored, with a column of its values
+    /// for sorting, ranges and aggregations (``fast=False`` turns the column off).
+    #[pyo3(signature = (name, stored = true, indexed = true, fast = None))]
+    fn add_keyword_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        indexed: bool,
+        fast: Option<bool>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        slf.push_entry(name, FieldType::Keyword, stored, "standard", fast, None);
+        Ok(slf)
     }
 
-    /// An integer field (i64, always stored, searchable as an exact term: ``id:42``).
-    fn add_integer_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
-        slf.push(name, FieldType::Integer, true, "standard");
-        slf
+    /// An integer field (i64, stored, searchable as an exact term: ``id:42``, and by range:
+    /// ``id:[1 TO 9]``), with a column (``fast=False`` turns it off); ``stored=False``
+    /// leaves it out of the stored document. quarry indexes every field: ``indexed=False``
+    /// (tantivy-py's switch) is refused.
+    #[pyo3(signature = (name, stored = true, indexed = true, fast = None))]
+    fn add_integer_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        indexed: bool,
+        fast: Option<bool>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        slf.push_entry(name, FieldType::Integer, stored, "standard", fast, None);
+        Ok(slf)
     }
 
-    /// A boolean field (stored, searchable as ``flag:true``).
-    fn add_boolean_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
-        slf.push(name, FieldType::Boolean, true, "standard");
-        slf
+    /// A boolean field (stored, searchable as ``flag:true``), with a column.
+    #[pyo3(signature = (name, stored = true, indexed = true, fast = None))]
+    fn add_boolean_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        indexed: bool,
+        fast: Option<bool>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        slf.push_entry(name, FieldType::Boolean, stored, "standard", fast, None);
+        Ok(slf)
     }
 
-    /// A float field (f64, stored).
-    fn add_float_field<'py>(slf: PyRef<'py, Self>, name: &str) -> PyRef<'py, Self> {
-        slf.push(name, FieldType::Float, true, "standard");
-        slf
+    /// A float field (f64, stored), with a column.
+    #[pyo3(signature = (name, stored = true, indexed = true, fast = None))]
+    fn add_float_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        indexed: bool,
+        fast: Option<bool>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        slf.push_entry(name, FieldType::Float, stored, "standard", fast, None);
+        Ok(slf)
+    }
+
+    /// A date field: text in ``format`` (Elasticsearch's; default
+    /// ``strict_date_optional_time||epoch_millis``) or epoch milliseconds, stored as given,
+    /// kept as milliseconds since the epoch (UTC) in a column.
+    #[pyo3(signature = (name, stored = true, indexed = true, fast = None, format = None))]
+    fn add_date_field<'py>(
+        slf: PyRef<'py, Self>,
+        name: &str,
+        stored: bool,
+        indexed: bool,
+        fast: Option<bool>,
+        format: Option<&str>,
+    ) -> PyResult<PyRef<'py, Self>> {
+        check_indexed(name, indexed)?;
+        slf.push_entry(name, FieldType::Date, stored, "standard", fast, format);
+        Ok(slf)
     }
 
     /// The schema; raises :class:`SchemaError` for duplicate or invalid names or an unknown

@@ -39,24 +39,19 @@ pub fn check_index_name(name: &str) -> Result<(), ApiError> {
 /// Builds the schema of a new index from the `mappings` object of `PUT /{index}`.
 ///
 /// Supported field types: `text` (standard analyzer), `keyword`, `integer`/`long`/`short`/
-/// `byte` (all stored as 64-bit integers), `boolean`, and `float`/`double` (64-bit). Anything else is refused with a 400 naming it.
+/// `byte` (all stored as 64-bit integers), `boolean`, `float`/`double` (64-bit) and `date`
+/// (with `format`); `doc_values` turns a field's column off. Anything else is refused with a
+/// 400 naming it.
 pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError> {
-    let mut fields = vec![FieldEntry {
-        name: ID_FIELD.into(),
-        field_type: FieldType::Keyword,
-        stored: true,
-        analyzer: "standard".into(),
-        pairs: true,
-    }];
-    // The hidden version fields (see `engine::versions`): stored, never in `_source`.
+    // `_id` keeps no column, as in Elasticsearch (its doc values are off).
+    let mut id = FieldEntry::new(ID_FIELD, FieldType::Keyword);
+    id.doc_values = false;
+    let mut fields = vec![id];
+    // The hidden version fields (see `engine::versions`): stored, never in `_source`, no column.
     for name in crate::engine::versions::META_FIELDS {
-        fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Integer,
-            stored: true,
-            analyzer: "standard".into(),
-            pairs: true,
-        });
+        let mut f = FieldEntry::new(name, FieldType::Integer);
+        f.doc_values = false;
+        fields.push(f);
     }
     let props = match mappings {
         None | Some(Value::Null) => None,
@@ -115,14 +110,18 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             "integer" | "long" | "short" | "byte" => FieldType::Integer,
             "boolean" => FieldType::Boolean,
             "float" | "double" => FieldType::Float,
+            "date" => FieldType::Date,
             other => {
                 return Err(mapper(format!(
-                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double)"
+                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double, date)"
                 )))
             }
         };
         for key in def.keys() {
-            if !matches!(key.as_str(), "type" | "store" | "index" | "analyzer") {
+            if !matches!(
+                key.as_str(),
+                "type" | "store" | "index" | "analyzer" | "doc_values" | "format"
+            ) {
                 return Err(mapper(format!(
                     "field [{name}]: mapping parameter [{key}] is not supported"
                 )));
@@ -149,13 +148,33 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
                 )));
             }
         }
-        fields.push(FieldEntry {
-            name: name.clone(),
-            field_type,
-            stored: true,
-            analyzer: "standard".into(),
-            pairs: true,
-        });
+        let mut entry = FieldEntry::new(name, field_type);
+        match def.get("doc_values") {
+            None => {}
+            Some(Value::Bool(b)) if field_type.columnar() => entry.doc_values = *b,
+            Some(Value::Bool(_)) => {
+                return Err(mapper(format!(
+                    "field [{name}]: [doc_values] does not apply to {ty} fields"
+                )))
+            }
+            Some(other) => {
+                return Err(mapper(format!(
+                    "field [{name}]: [doc_values] must be true or false, found {other}"
+                )))
+            }
+        }
+        match def.get("format") {
+            None => {}
+            Some(Value::String(f)) if field_type == FieldType::Date => {
+                entry.format = Some(f.clone())
+            }
+            Some(_) => {
+                return Err(mapper(format!(
+                    "field [{name}]: [format] must be a string and applies to date fields only"
+                )))
+            }
+        }
+        fields.push(entry);
     }
     Schema::new(fields).map_err(|e| mapper(e.to_string()))
 }
@@ -179,8 +198,16 @@ pub fn mappings_of(schema: &Schema) -> Value {
             FieldType::Integer => "long",
             FieldType::Boolean => "boolean",
             FieldType::Float => "double",
+            FieldType::Date => "date",
         };
-        props.insert(f.name.clone(), json!({"type": ty}));
+        let mut def = json!({"type": ty});
+        if let Some(fmt) = &f.format {
+            def["format"] = json!(fmt);
+        }
+        if !f.doc_values && f.field_type.columnar() {
+            def["doc_values"] = json!(false);
+        }
+        props.insert(f.name.clone(), def);
     }
     json!({"dynamic": "strict", "properties": props})
 }

@@ -62,6 +62,13 @@ impl Document {
             | (v @ FieldValue::Bool(_), FieldType::Boolean)
             | (v @ FieldValue::Float(_), FieldType::Float) => v,
             (FieldValue::Int(i), FieldType::Float) => FieldValue::Float(i as f64),
+            (v @ (FieldValue::Str(_) | FieldValue::Int(_)), FieldType::Date) => {
+                date_millis(schema, id, &v).map_err(|reason| Error::Document {
+                    field: field.to_string(),
+                    reason,
+                })?;
+                v
+            }
             (v, t) => {
                 return Err(Error::Document {
                     field: field.to_string(),
@@ -130,7 +137,7 @@ impl Document {
                 Value::Array(items) => {
                     let start = self.values.len() as u32;
                     for item in items {
-                        self.push_json(&name, id, ft, item)?;
+                        self.push_json(schema, &name, id, ft, item)?;
                     }
                     self.shapes.push(Shape::Array {
                         field: id,
@@ -138,13 +145,20 @@ impl Document {
                         len: items.len() as u32,
                     });
                 }
-                other => self.push_json(&name, id, ft, other)?,
+                other => self.push_json(schema, &name, id, ft, other)?,
             }
         }
         Ok(())
     }
 
-    fn push_json(&mut self, name: &str, id: u32, ft: FieldType, v: &Value) -> Result<()> {
+    fn push_json(
+        &mut self,
+        schema: &Schema,
+        name: &str,
+        id: u32,
+        ft: FieldType,
+        v: &Value,
+    ) -> Result<()> {
         let value = match (ft, v) {
             (FieldType::Text | FieldType::Keyword, Value::String(s)) => FieldValue::Str(s.clone()),
             (FieldType::Integer, Value::Number(n)) => match n.as_i64() {
@@ -174,6 +188,21 @@ impl Document {
                 }
             },
             (FieldType::Boolean, Value::Bool(b)) => FieldValue::Bool(*b),
+            (FieldType::Date, Value::String(_) | Value::Number(_)) => {
+                let v = match v {
+                    Value::String(s) => FieldValue::Str(s.clone()),
+                    Value::Number(n) => match n.as_i64() {
+                        Some(i) => FieldValue::Int(i),
+                        None => FieldValue::Str(number_text(n)),
+                    },
+                    _ => unreachable!("matched above"),
+                };
+                date_millis(schema, id, &v).map_err(|reason| Error::Document {
+                    field: name.into(),
+                    reason,
+                })?;
+                v
+            }
             (t, other) => {
                 return Err(Error::Document {
                     field: name.into(),
@@ -184,6 +213,31 @@ impl Document {
         self.values.push((id, value));
         Ok(())
     }
+}
+
+/// Milliseconds since the epoch (UTC) of a date field's value: text read with the field's
+/// `format`, or an integer taken as text in that format (epoch milliseconds in the default one),
+/// as Elasticsearch reads a JSON number given to a date field. The error is the reason.
+pub(crate) fn date_millis(
+    schema: &Schema,
+    id: u32,
+    v: &FieldValue,
+) -> std::result::Result<i64, String> {
+    let format = schema
+        .date_format(id)
+        .ok_or_else(|| "not a date field".to_string())?;
+    let text;
+    let s = match v {
+        FieldValue::Str(s) => s.as_str(),
+        FieldValue::Int(i) => {
+            text = i.to_string();
+            &text
+        }
+        other => return Err(format!("expected a date, found {}", value_word(other))),
+    };
+    format
+        .parse(s, &jiff::tz::TimeZone::UTC, crate::date::Rounding::Down)
+        .map_err(|e| e.to_string())
 }
 
 fn unknown_field(schema: &Schema, name: &str) -> Error {
@@ -205,6 +259,7 @@ pub(crate) fn type_word(t: FieldType) -> &'static str {
         FieldType::Integer => "an integer",
         FieldType::Boolean => "a boolean (true or false)",
         FieldType::Float => "a number",
+        FieldType::Date => "a date (a string in the field's format, or epoch milliseconds)",
     }
 }
 

@@ -230,6 +230,7 @@ pub use quarry_store::DirectoryKind;
 pub use query::ParseError;
 pub use reader::{IndexReader, ReloadPolicy};
 pub use schema::{FieldEntry, FieldType, Schema};
+pub use search::sort::{SortField, SortKey, SortValue, SortedHit, SortedResult};
 pub use search::{
     Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchOptions, SearchResult, Searcher,
     TermStats,

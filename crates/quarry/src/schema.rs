@@ -4,14 +4,21 @@
 //! built in Rust with [`Schema::builder`]. Field types: `text` (analyzed; indexed with freqs,
 //! positions and norms; optionally stored), `keyword` (one exact term, stored), `integer`
 //! (a stored i64, also indexed as an exact term so `id:42` finds it), `boolean` (stored, indexed
-//! as the term `true` or `false`) and `float` (a stored f64, indexed as one exact term, its
-//! shortest decimal text: `price:2.5` finds 2.5; no ranges).
+//! as the term `true` or `false`), `float` (a stored f64, indexed as one exact term, its
+//! shortest decimal text: `price:2.5` finds 2.5) and `date` (text in the field's `format`, or
+//! epoch milliseconds; stored as given, kept as milliseconds since the epoch, UTC).
+//!
+//! Integer, float, boolean, keyword and date fields also keep their values in a column per
+//! segment ([`crate::codec::columns`], Lucene's doc values, Tantivy's fast fields): ranges,
+//! sorting and aggregations read them. `"doc_values": false` (or tantivy's name, `"fast"`)
+//! turns a field's column off, as Elasticsearch's `doc_values` does.
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{analyzer_by_name, Analyzer};
+use crate::date::DateFormat;
 use crate::{Error, Result};
 
 /// The type of a field.
@@ -23,10 +30,12 @@ pub enum FieldType {
     Integer,
     Boolean,
     Float,
+    Date,
 }
 
 impl FieldType {
-    /// The name used in schema files (`text`, `keyword`, `integer`, `boolean`, `float`).
+    /// The name used in schema files (`text`, `keyword`, `integer`, `boolean`, `float`,
+    /// `date`).
     pub fn name(self) -> &'static str {
         match self {
             FieldType::Text => "text",
@@ -34,7 +43,13 @@ impl FieldType {
             FieldType::Integer => "integer",
             FieldType::Boolean => "boolean",
             FieldType::Float => "float",
+            FieldType::Date => "date",
         }
+    }
+
+    /// Whether fields of this type can keep a column (doc values).
+    pub fn columnar(self) -> bool {
+        !matches!(self, FieldType::Text)
     }
 }
 
@@ -64,6 +79,15 @@ pub struct FieldEntry {
     /// and such phrases slower; results are the same either way.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub pairs: bool,
+    /// Integer, float, boolean, keyword and date fields: keep the values in a column per
+    /// segment for ranges, sorting and aggregations (on by default, as Elasticsearch's
+    /// `doc_values`; tantivy calls it `fast`). Ignored for text fields.
+    #[serde(default = "yes", alias = "fast", skip_serializing_if = "is_true")]
+    pub doc_values: bool,
+    /// Date fields: the accepted formats, `||`-separated, as Elasticsearch's `format`
+    /// (default `strict_date_optional_time||epoch_millis`, see [`crate::date`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -92,6 +116,22 @@ impl FieldEntry {
     pub fn has_pairs(&self) -> bool {
         self.field_type == FieldType::Text && self.pairs
     }
+    /// Whether the field keeps a column of its values per segment.
+    pub fn has_column(&self) -> bool {
+        self.field_type.columnar() && self.doc_values
+    }
+    /// A field entry of `field_type` with the defaults of a schema file.
+    pub fn new(name: &str, field_type: FieldType) -> Self {
+        FieldEntry {
+            name: name.into(),
+            field_type,
+            stored: true,
+            analyzer: standard(),
+            pairs: true,
+            doc_values: true,
+            format: None,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -106,6 +146,8 @@ pub struct Schema {
     fields: Arc<Vec<FieldEntry>>,
     by_name: Arc<HashMap<String, u32>>,
     analyzers: Arc<Vec<Option<Arc<dyn Analyzer>>>>,
+    /// Per field: the compiled `format` of a date field.
+    dates: Arc<Vec<Option<DateFormat>>>,
 }
 
 impl std::fmt::Debug for Schema {
@@ -132,6 +174,7 @@ impl Schema {
         }
         let mut by_name = HashMap::new();
         let mut analyzers = Vec::new();
+        let mut dates = Vec::new();
         for (i, f) in fields.iter().enumerate() {
             if f.name.is_empty() || f.name.contains(|c: char| c == ':' || c.is_whitespace()) {
                 return Err(Error::Schema(format!(
@@ -154,11 +197,26 @@ impl Schema {
                 })?),
                 _ => None,
             });
+            if f.format.is_some() && f.field_type != FieldType::Date {
+                return Err(Error::Schema(format!(
+                    "field {:?}: \"format\" applies to date fields only, not {} fields",
+                    f.name, f.field_type
+                )));
+            }
+            dates.push(match f.field_type {
+                FieldType::Date => Some(match &f.format {
+                    Some(spec) => DateFormat::new(spec)
+                        .map_err(|e| Error::Schema(format!("field {:?}: {e}", f.name)))?,
+                    None => DateFormat::default_format(),
+                }),
+                _ => None,
+            });
         }
         Ok(Self {
             fields: Arc::new(fields),
             by_name: Arc::new(by_name),
             analyzers: Arc::new(analyzers),
+            dates: Arc::new(dates),
         })
     }
 
@@ -210,6 +268,10 @@ impl Schema {
     pub fn analyzer(&self, id: u32) -> Option<&Arc<dyn Analyzer>> {
         self.analyzers.get(id as usize).and_then(|a| a.as_ref())
     }
+    /// The format of a date field.
+    pub fn date_format(&self, id: u32) -> Option<&DateFormat> {
+        self.dates.get(id as usize).and_then(|d| d.as_ref())
+    }
     /// Names of the text fields, in schema order.
     pub fn text_fields(&self) -> Vec<&str> {
         self.fields
@@ -251,13 +313,7 @@ impl Schema {
             .into_iter()
             .map(|name| {
                 let field_type = inf.types[&name].0;
-                FieldEntry {
-                    name,
-                    field_type,
-                    stored: true,
-                    analyzer: standard(),
-                    pairs: true,
-                }
+                FieldEntry::new(&name, field_type)
             })
             .collect();
         Self::new(fields)
@@ -372,6 +428,7 @@ fn article(t: FieldType) -> &'static str {
         FieldType::Integer => "integers",
         FieldType::Boolean => "booleans",
         FieldType::Float => "floats",
+        FieldType::Date => "dates",
     }
 }
 
@@ -383,53 +440,44 @@ pub struct SchemaBuilder {
 
 impl SchemaBuilder {
     pub fn text(mut self, name: &str, stored: bool) -> Self {
-        self.fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Text,
-            stored,
-            analyzer: standard(),
-            pairs: true,
-        });
+        let mut f = FieldEntry::new(name, FieldType::Text);
+        f.stored = stored;
+        self.fields.push(f);
         self
     }
     pub fn keyword(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Keyword,
-            stored: true,
-            analyzer: standard(),
-            pairs: true,
-        });
+        self.fields.push(FieldEntry::new(name, FieldType::Keyword));
         self
     }
     pub fn integer(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Integer,
-            stored: true,
-            analyzer: standard(),
-            pairs: true,
-        });
+        self.fields.push(FieldEntry::new(name, FieldType::Integer));
         self
     }
     pub fn boolean(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Boolean,
-            stored: true,
-            analyzer: standard(),
-            pairs: true,
-        });
+        self.fields.push(FieldEntry::new(name, FieldType::Boolean));
         self
     }
     pub fn float(mut self, name: &str) -> Self {
-        self.fields.push(FieldEntry {
-            name: name.into(),
-            field_type: FieldType::Float,
-            stored: true,
-            analyzer: standard(),
-            pairs: true,
-        });
+        self.fields.push(FieldEntry::new(name, FieldType::Float));
+        self
+    }
+    /// A date field with the default format (`strict_date_optional_time||epoch_millis`).
+    pub fn date(mut self, name: &str) -> Self {
+        self.fields.push(FieldEntry::new(name, FieldType::Date));
+        self
+    }
+    /// A date field with its own `format` (see [`crate::date`]).
+    pub fn date_with_format(mut self, name: &str, format: &str) -> Self {
+        let mut f = FieldEntry::new(name, FieldType::Date);
+        f.format = Some(format.into());
+        self.fields.push(f);
+        self
+    }
+    /// Turns off the column (doc values) of the field added last.
+    pub fn without_column(mut self) -> Self {
+        if let Some(f) = self.fields.last_mut() {
+            f.doc_values = false;
+        }
         self
     }
     /// Turns off the pairs of frequent words ([`FieldEntry::pairs`]) of every text field.
@@ -459,7 +507,7 @@ mod tests {
         assert_eq!(s.field_id("body"), Some(1));
         assert!(!s.field(1).stored);
         assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
-        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"date"}]}"#)
+        let e = Schema::from_json(r#"{"fields":[{"name":"x","type":"geo_point"}]}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 1"), "{e}");

@@ -1,4 +1,4 @@
-//! Format constants (v7): file kinds, versions and extensions. Spec: `docs/format/README.md`.
+//! Format constants (v8): file kinds, versions and extensions. Spec: `docs/format/README.md`.
 use quarry_codecs::framing::{self, FileKind};
 use quarry_codecs::Header;
 
@@ -6,7 +6,7 @@ use crate::error::InFile;
 use crate::Result;
 
 /// The format version this build writes.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u32 = 1;
 
@@ -19,15 +19,22 @@ pub const KIND_NORMS: FileKind = FileKind(*b"NORM");
 pub const KIND_STORED: FileKind = FileKind(*b"STOR");
 /// A segment's deleted documents (format v2).
 pub const KIND_DELETES: FileKind = FileKind(*b"DELS");
+/// A segment's columns (doc values, format v8).
+pub const KIND_COLUMNS: FileKind = FileKind(*b"COLS");
 
-/// The files of one segment: (extension, kind).
-pub const SEGMENT_FILES: [(&str, FileKind); 6] = [
+/// The first version whose segments have a `.cols` file.
+pub const COLUMNS_SINCE: u32 = 8;
+
+/// The files of one segment: (extension, kind). Segments older than [`COLUMNS_SINCE`] have no
+/// `cols`.
+pub const SEGMENT_FILES: [(&str, FileKind); 7] = [
     ("meta", KIND_META),
     ("terms", KIND_TERMS),
     ("post", KIND_POSTINGS),
     ("pos", KIND_POSITIONS),
     ("norms", KIND_NORMS),
     ("store", KIND_STORED),
+    ("cols", KIND_COLUMNS),
 ];
 
 /// Starts a file: its 16-byte header.

@@ -54,6 +54,10 @@ pub struct SegmentMeta {
     /// indexes pairs). See [`crate::pairs`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs: Option<PairsMeta>,
+    /// Per schema field, by field id: its column in `.cols` (format v8; empty before, and None
+    /// for a field without a column).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Option<super::columns::ColumnMeta>>,
 }
 
 /// The pairs of frequent words a segment indexes (format v6).
@@ -99,6 +103,12 @@ impl SegmentMeta {
                     "the frequent words of the pair dictionaries are not sorted, unique words",
                 ));
             }
+        }
+        if !meta.columns.is_empty() && meta.columns.len() != meta.fields.len() {
+            return Err(Error::corrupt(file, "columns are not listed per field"));
+        }
+        if meta.columns.iter().any(|c| c.is_some()) && !meta.files.contains_key("cols") {
+            return Err(Error::corrupt(file, "columns listed without a .cols file"));
         }
         let mut prev: Option<(u32, u64)> = None;
         for &(l, s) in &meta.seq_runs {
@@ -306,6 +316,7 @@ mod tests {
                 stored_blocks: 0,
                 files: BTreeMap::new(),
                 pairs: None,
+                columns: Vec::new(),
             };
             let want = (0..=l)
                 .find(|&d| (d..l).all(|x| meta.seq(x) > probe))

@@ -6,6 +6,7 @@ use quarry_codecs::{CHUNK_SIZE, FOOTER_LEN, HEADER_LEN};
 use quarry_store::{Bytes, Directory, FileHandle};
 use serde_json::{Map, Value};
 
+use crate::codec::columns::{ColumnBytes, ColumnView};
 use crate::codec::format::{self, SEGMENT_FILES};
 use crate::codec::meta::{FieldMeta, SegmentMeta};
 use crate::codec::norms::GROUP_SUMS_SINCE;
@@ -32,17 +33,21 @@ struct Files {
     pos: Arc<VerifiedFile>,
     norms: VerifiedFile,
     store: VerifiedFile,
+    /// Format v8 and later.
+    cols: Option<VerifiedFile>,
 }
 
 impl Files {
-    fn all(&self) -> [&VerifiedFile; 5] {
-        [
+    fn all(&self) -> Vec<&VerifiedFile> {
+        let mut v = vec![
             &self.terms,
             &*self.post,
             &*self.pos,
             &self.norms,
             &self.store,
-        ]
+        ];
+        v.extend(self.cols.as_ref());
+        v
     }
 }
 
@@ -94,6 +99,8 @@ pub struct SegmentReader {
     /// Per field: scorers handed a [`NormsCheck`] so far (see [`NORMS_WHOLE_AFTER`]).
     norms_uses: Vec<AtomicU32>,
     stored_index: OnceLock<Bytes>,
+    /// Per field: its column's bytes, read and verified at first use.
+    columns: Vec<OnceLock<Option<ColumnBytes>>>,
     /// [`SegmentMeta::seq_floors`], built by the first pruned walk that asks for it.
     seq_floors: OnceLock<Vec<u64>>,
 }
@@ -186,6 +193,10 @@ impl SegmentReader {
         }
         let mut handles = Vec::new();
         for (ext, kind) in SEGMENT_FILES.iter().skip(1) {
+            if *ext == "cols" && !meta.files.contains_key("cols") {
+                // Written before format v8: no columns.
+                continue;
+            }
             let h = dir.open(&SegmentMeta::file_name(name, ext))?;
             let fm = meta.files.get(*ext).ok_or_else(|| {
                 Error::corrupt(&meta_name, format!("no entry for the .{ext} file"))
@@ -201,6 +212,7 @@ impl SegmentReader {
             pos: Arc::new(next()),
             norms: next(),
             store: next(),
+            cols: it.next(),
         };
         let n = schema.fields().len();
         let post_view = files.post.mapped_view();
@@ -220,6 +232,7 @@ impl SegmentReader {
             norms_groups: (0..n).map(|_| OnceLock::new()).collect(),
             norms_uses: (0..n).map(|_| AtomicU32::new(0)).collect(),
             stored_index: OnceLock::new(),
+            columns: (0..n).map(|_| OnceLock::new()).collect(),
             seq_floors: OnceLock::new(),
         })
     }
@@ -885,6 +898,57 @@ impl SegmentReader {
                 decode_doc(&self.schema, bytes).in_file(name)
             })
             .collect()
+    }
+
+    /// Whether the segment keeps columns (format v8 and later): an older segment has none, and
+    /// its values are in its stored fields only.
+    pub fn has_columns(&self) -> bool {
+        self.files.cols.is_some()
+    }
+
+    /// The column of `field` (None when the field keeps none or the segment predates columns),
+    /// its pieces read through the chunk checksums at first use.
+    pub fn column(&self, field: u32) -> Result<Option<&ColumnBytes>> {
+        let slot = self
+            .columns
+            .get(field as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        if let Some(c) = slot.get() {
+            return Ok(c.as_ref());
+        }
+        let (Some(file), Some(Some(cm))) =
+            (&self.files.cols, self.meta.columns.get(field as usize))
+        else {
+            return Ok(slot.get_or_init(|| None).as_ref());
+        };
+        let piece = |(at, len): (u64, u64), what: &str| read_body(file, at, len, what);
+        let values = piece(cm.values_at, "value column")?;
+        let starts = cm.starts_at.map(|s| piece(s, "start column")).transpose()?;
+        let dict = match &cm.dict {
+            Some(d) => Some((
+                piece(d.offsets_at, "keyword term offsets")?,
+                piece(d.bytes_at, "keyword terms")?,
+            )),
+            None => None,
+        };
+        let cb = ColumnBytes {
+            meta: cm.clone(),
+            values,
+            starts,
+            dict,
+        };
+        // Layouts checked once, here: later views cannot fail on these bytes.
+        cb.view(file.name(), self.meta.doc_count)?;
+        Ok(slot.get_or_init(|| Some(cb)).as_ref())
+    }
+
+    /// The column of `field` ready to read, None as [`column`](Self::column).
+    pub fn column_view(&self, field: u32) -> Result<Option<ColumnView<'_>>> {
+        let Some(cb) = self.column(field)? else {
+            return Ok(None);
+        };
+        let name = self.files.cols.as_ref().map_or("", |f| f.name());
+        cb.view(name, self.meta.doc_count).map(Some)
     }
 
     /// Verifies every byte of the segment's data files (format v3: every chunk checksum that

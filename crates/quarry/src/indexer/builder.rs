@@ -8,6 +8,7 @@ use super::byte_arena::{ByteArena, Varints};
 use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
 use super::term_table::{Probe, TermTable};
 use crate::analysis::Analyzer;
+use crate::codec::columns::{self, ColumnsWriter};
 use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
 use crate::codec::norms::length_to_norm;
@@ -113,6 +114,7 @@ pub struct SegmentBuilder {
     last_seq: Option<u64>,
     buf: Vec<u8>,
     int_buf: String,
+    columns: ColumnsWriter,
 }
 
 impl SegmentBuilder {
@@ -142,6 +144,7 @@ impl SegmentBuilder {
             last_seq: None,
             buf: Vec::new(),
             int_buf: String::new(),
+            columns: new_columns(schema),
         }
     }
 
@@ -173,7 +176,7 @@ impl SegmentBuilder {
             })
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
-        self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes()
+        self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes() + self.columns.mem_bytes()
     }
 
     /// Adds a document; `seq` is its position in the order documents were given to the writer.
@@ -187,7 +190,18 @@ impl SegmentBuilder {
             let f = *f as usize;
             let fb = &mut self.fields[f];
             let arena = &mut self.arena;
-            match (value, self.schema.fields()[f].field_type) {
+            let ft = self.schema.fields()[f].field_type;
+            add_column_value(&mut self.columns, &self.schema, d, f as u32, value);
+            if ft == FieldType::Date {
+                // Indexed as the exact term of its milliseconds; valid since `Document` checked it.
+                let ms = crate::document::date_millis(&self.schema, f as u32, value).unwrap_or(0);
+                use std::fmt::Write;
+                self.int_buf.clear();
+                let _ = write!(self.int_buf, "{ms}");
+                fb.add_token(arena, d, &self.int_buf, false);
+                continue;
+            }
+            match (value, ft) {
                 (FieldValue::Str(text), FieldType::Text) => {
                     let analyzer = self.analyzers[f]
                         .as_ref()
@@ -288,8 +302,50 @@ impl SegmentBuilder {
             self.seq_runs,
             self.stored,
             self.stored_file,
+            self.columns,
         )
     }
+}
+
+/// Adds `value` of field `f` of document `doc` to its column, if the field keeps one.
+#[inline]
+pub(crate) fn add_column_value(
+    columns: &mut ColumnsWriter,
+    schema: &Schema,
+    doc: u32,
+    f: u32,
+    value: &FieldValue,
+) {
+    if !columns.has(f) {
+        return;
+    }
+    if schema.field(f).field_type == FieldType::Date {
+        // Valid: `Document` checked it.
+        let ms = crate::document::date_millis(schema, f, value).unwrap_or(0);
+        columns.add(f, doc, columns::from_i64(ms));
+        return;
+    }
+    match value {
+        FieldValue::Str(s) => columns.add_term(f, doc, s.as_bytes()),
+        FieldValue::Int(i) => columns.add(f, doc, columns::from_i64(*i)),
+        FieldValue::Float(x) => columns.add(f, doc, columns::from_f64(*x)),
+        FieldValue::Bool(b) => columns.add(f, doc, u64::from(*b)),
+    }
+}
+
+/// A columns writer for the fields of `schema` that keep a column.
+pub(crate) fn new_columns(schema: &Schema) -> ColumnsWriter {
+    ColumnsWriter::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                f.has_column()
+                    .then(|| columns::kind_of(f.field_type))
+                    .flatten()
+            })
+            .collect(),
+    )
 }
 
 /// Scratch space for writing out terms.

@@ -7,12 +7,14 @@ use fst::{IntoStreamer, Streamer};
 use quarry_store::Directory;
 
 use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
+use crate::codec::columns::ColumnsWriter;
 use crate::codec::format;
 use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::SegmentMeta;
 use crate::codec::postings::TERMINATED;
 use crate::codec::stored::StoredWriter;
 use crate::codec::terms::TermsReader;
+use crate::document::Document;
 use crate::index::SegmentReader;
 use crate::schema::Schema;
 use crate::{Error, Result};
@@ -143,11 +145,26 @@ pub(crate) fn merge_with_maps(
     // Stored blocks are written out as they fill, not held for the whole merged segment.
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
     let mut stored_file = StoredFile::create(dir, name)?;
+    let mut columns = super::builder::new_columns(schema);
     for (i, s) in segments.iter().enumerate() {
         let l = live_of(i);
         let mut d = 0u32;
+        let from_columns = s.has_columns();
+        if from_columns {
+            merge_columns(&mut columns, schema, s, &maps[i])?;
+        }
         s.for_each_stored_doc(|bytes| {
             if !matches!(l, Some(l) if !l.is_live(d)) {
+                if !from_columns {
+                    // Written before columns existed: its values come from its stored fields.
+                    let doc = crate::codec::stored::decode_doc(schema, bytes)
+                        .map_err(|e| Error::corrupt(s.name(), e.to_string()))
+                        .and_then(|m| Document::from_map(schema, &m))?;
+                    let nd = maps[i].get(d);
+                    for (f, v) in doc.values() {
+                        super::builder::add_column_value(&mut columns, schema, nd, *f, v);
+                    }
+                }
                 stored.add(bytes);
                 if stored.pending_bytes() >= STORED_SPILL_BYTES {
                     stored_file.write_pending(&mut stored)?;
@@ -177,8 +194,40 @@ pub(crate) fn merge_with_maps(
             }
         }
     }
-    let meta = w.finish(dir, name, total, runs, stored, Some(stored_file))?;
+    let meta = w.finish(dir, name, total, runs, stored, Some(stored_file), columns)?;
     Ok((meta, maps))
+}
+
+/// Adds the column values of `seg`'s live documents (`map` says where each goes) to `columns`.
+fn merge_columns(
+    columns: &mut ColumnsWriter,
+    schema: &Schema,
+    seg: &SegmentReader,
+    map: &DocMap,
+) -> Result<()> {
+    for f in 0..schema.fields().len() as u32 {
+        if !columns.has(f) {
+            continue;
+        }
+        let Some(view) = seg.column_view(f)? else {
+            continue;
+        };
+        let dict = view.dict().copied();
+        for d in 0..seg.doc_count() {
+            let nd = map.get(d);
+            if nd == NONE {
+                continue;
+            }
+            for r in view.rows(d) {
+                let v = view.value(r);
+                match &dict {
+                    Some(t) => columns.add_term(f, nd, t.term(v)),
+                    None => columns.add(f, nd, v),
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The segments being merged, where each one's documents go, and how many documents the

@@ -1,7 +1,7 @@
 //! Building indexes: the [`IndexWriter`] turns documents into immutable segments with one
 //! in-memory segment per thread, applies deletions and updates, makes them searchable
 //! (near-real-time) or durable (commit), and merges segments.
-mod builder;
+pub(crate) mod builder;
 mod byte_arena;
 mod deletes;
 mod merge;

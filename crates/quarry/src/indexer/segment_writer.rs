@@ -5,6 +5,7 @@ use std::io::Write;
 
 use quarry_store::Directory;
 
+use crate::codec::columns::ColumnsWriter;
 use crate::codec::format::{self, SEGMENT_FILES};
 use crate::codec::meta::{FieldMeta, FileMeta, PairsMeta, SegmentMeta};
 use crate::codec::postings::PostingsWriter;
@@ -146,6 +147,7 @@ impl SegmentFileWriter {
         seq_runs: Vec<(u32, u64)>,
         stored: StoredWriter,
         stored_file: Option<StoredFile>,
+        columns: ColumnsWriter,
     ) -> Result<SegmentMeta> {
         let (stored_parts, stored_index_offset, stored_blocks) = stored.finish();
         let mut files = BTreeMap::new();
@@ -161,9 +163,12 @@ impl SegmentFileWriter {
         files.insert("post".to_string(), self.post_file.finish()?);
         self.pos_file.write(&self.postings.pos)?;
         files.insert("pos".to_string(), self.pos_file.finish()?);
-        let contents: [(&str, Vec<Vec<u8>>); 2] = [
+        let mut cols_file = format::begin(format::KIND_COLUMNS);
+        let columns = columns.write(doc_count, &mut cols_file);
+        let contents: [(&str, Vec<Vec<u8>>); 3] = [
             ("terms", vec![self.terms_file]),
             ("norms", vec![self.norms_file]),
+            ("cols", vec![cols_file]),
         ];
         for (ext, parts) in contents {
             let file = SegmentMeta::file_name(name, ext);
@@ -191,6 +196,7 @@ impl SegmentFileWriter {
             stored_index_offset,
             stored_blocks,
             files,
+            columns,
         };
         write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
         Ok(meta)

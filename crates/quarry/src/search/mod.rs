@@ -8,8 +8,10 @@ pub mod collector;
 mod conjunction;
 mod count;
 mod phrase;
+pub mod range;
 pub mod scorer;
 mod segment_search;
+pub mod sort;
 pub mod stats;
 mod stored;
 mod union;
@@ -173,6 +175,19 @@ impl Searcher {
     pub fn schema(&self) -> &Schema {
         &self.schema
     }
+
+    /// What building a weight needs: this searcher's schema, segments and statistics.
+    pub(crate) fn context(&self) -> Context<'_> {
+        Context {
+            schema: &self.schema,
+            segments: &self.segments,
+            stats: &self.stats,
+            norm_caches: &self.norm_caches,
+            bm25: self.bm25,
+            global: self.global.as_deref(),
+            range_options: range::RangeOptions::default(),
+        }
+    }
     pub fn segments(&self) -> &[Arc<SegmentReader>] {
         &self.segments
     }
@@ -243,14 +258,7 @@ impl Searcher {
         mode: SearchMode,
         opts: &SearchOptions,
     ) -> Result<SearchResult> {
-        let ctx = Context {
-            schema: &self.schema,
-            segments: &self.segments,
-            stats: &self.stats,
-            norm_caches: &self.norm_caches,
-            bm25: self.bm25,
-            global: self.global.as_deref(),
-        };
+        let ctx = self.context();
         // Reads from disk (pread, direct) are not issued after the deadline: they fail with
         // `DeadlineExceeded`, which ends the search with what it has, flagged `timed_out`.
         let _io = opts
@@ -332,14 +340,7 @@ impl Searcher {
     /// The live documents of every segment matching `query`, by segment ordinal (what a delete
     /// by query removes). Nothing is scored.
     pub fn matching_docs(&self, query: &Query) -> Result<Vec<Vec<u32>>> {
-        let ctx = Context {
-            schema: &self.schema,
-            segments: &self.segments,
-            stats: &self.stats,
-            norm_caches: &self.norm_caches,
-            bm25: self.bm25,
-            global: self.global.as_deref(),
-        };
+        let ctx = self.context();
         let weight = Weight::build(query, &ctx, 1.0)?;
         let mut out = Vec::with_capacity(self.segments.len());
         for (ord, seg) in self.segments.iter().enumerate() {

@@ -8,13 +8,14 @@ use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::collector::Budget;
 use super::count::{self, CountTerm, DenseAnd};
 use super::phrase::{PhraseScorer, PhraseTerms};
+use super::range::{self, RangeSpec};
 use super::scorer::*;
 use super::scorer_corruption;
 use super::stats::CollectionStats;
 use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
 use crate::query::ast::{Clause, Occur, Query};
-use crate::schema::Schema;
+use crate::schema::{FieldType, Schema};
 use crate::{Error, Result};
 
 /// A query prepared for execution over a fixed set of segments.
@@ -41,6 +42,12 @@ pub enum Weight {
     Prefix {
         field: u32,
         prefix: String,
+        score: f32,
+    },
+    /// A range on a field ([`super::range`]): constant `score`.
+    Range {
+        field: u32,
+        spec: RangeSpec,
         score: f32,
     },
     Bool {
@@ -92,6 +99,8 @@ pub struct Context<'a> {
     pub bm25: Bm25,
     /// Supplied collection statistics (a shard scored as part of a larger index).
     pub global: Option<&'a CollectionStats>,
+    /// How range bounds on dates are read (format, time zone, `now`).
+    pub range_options: range::RangeOptions,
 }
 
 impl Context<'_> {
@@ -243,7 +252,17 @@ impl Weight {
     /// The weight of `q` over `ctx`'s segments, its scores multiplied by `boost`.
     pub fn build(q: &Query, ctx: &Context, boost: f32) -> Result<Weight> {
         Ok(match q {
-            Query::Term { field, term } => Weight::build_term(field, term, ctx, boost)?,
+            Query::Term { field, term } => {
+                let f = ctx.field(field)?;
+                if ctx.schema.field(f).field_type == FieldType::Date {
+                    // As Elasticsearch: a date term is the range of its text rounded down and
+                    // up (`day:2020-01-01` is that whole day).
+                    let b = Some((term.as_str(), true));
+                    Weight::build_range(f, b, b, ctx, boost)?
+                } else {
+                    Weight::build_term(field, term, ctx, boost)?
+                }
+            }
             Query::Phrase { field, terms, slop } => {
                 Weight::build_phrase(field, terms, *slop, ctx, boost)?
             }
@@ -259,6 +278,25 @@ impl Weight {
                 clauses,
                 minimum_should_match,
             } => Weight::build_boolean(clauses, *minimum_should_match, ctx, boost)?,
+        })
+    }
+
+    /// A range's weight: its bounds read by the field's type (now: this instant, UTC).
+    pub(crate) fn build_range(
+        field: u32,
+        lower: Option<(&str, bool)>,
+        upper: Option<(&str, bool)>,
+        ctx: &Context,
+        boost: f32,
+    ) -> Result<Weight> {
+        let spec = range::resolve(ctx.schema, field, lower, upper, &ctx.range_options)?;
+        Ok(match spec {
+            RangeSpec::Empty => Weight::Nothing,
+            spec => Weight::Range {
+                field,
+                spec,
+                score: boost,
+            },
         })
     }
 
@@ -693,6 +731,14 @@ impl Weight {
                 score,
             } => {
                 let docs = prefix_docs(seg, *field, prefix)?;
+                if docs.is_empty() {
+                    None
+                } else {
+                    Some(Box::new(DocListScorer::new(docs, *score)))
+                }
+            }
+            Weight::Range { field, spec, score } => {
+                let docs = range::range_docs(seg, *field, spec)?;
                 if docs.is_empty() {
                     None
                 } else {
