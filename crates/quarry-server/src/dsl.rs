@@ -4,8 +4,8 @@
 //! (slop), `multi_match` (types `most_fields`, and `best_fields`/`phrase` on one field or with
 //! `tie_breaker: 1`), `term`, `terms`, `ids`, `exists`, `prefix`, `bool` (must, should,
 //! must_not, filter, minimum_should_match) and `query_string` (Lucene syntax through the
-//! library's parser). Every query takes `boost`. Anything else is a 400 naming it; `range` is
-//! refused because the engine has no numeric ranges yet.
+//! library's parser), `range` (gt/gte/lt/lte, format, time_zone, date math). Every query takes
+//! `boost`. Anything else is a 400 naming it.
 use quarry::query::{Clause, Occur, Operator, Query};
 use quarry::{FieldType, Schema, Searcher};
 use serde_json::{Map, Value};
@@ -149,9 +149,7 @@ impl Translator<'_> {
             "prefix" => self.prefix(body),
             "bool" => self.bool_query(body, depth),
             "query_string" => self.query_string(body),
-            "range" => Err(ApiError::unsupported(
-                "[range] query (the engine has no numeric or term ranges yet)",
-            )),
+            "range" => self.range(body),
             other => Err(parsing(format!("unknown query [{other}]"))),
         }
     }
@@ -514,6 +512,83 @@ impl Translator<'_> {
         Ok(boosted(q, boost_of(m, "exists")?))
     }
 
+    /// `{"field": {"gte": .., "lt": .., "format": .., "time_zone": ..}}` (also the older
+    /// `from`/`to`/`include_lower`/`include_upper`). Bounds are checked against the field's
+    /// type now, so a bad bound is a 400 naming it.
+    fn range(&self, body: &Value) -> Result<Query, ApiError> {
+        let (field, spec) = single(body, "range")?;
+        let m = obj(spec, "range")?;
+        check_keys(
+            m,
+            &[
+                "gt", "gte", "lt", "lte", "from", "to", "include_lower", "include_upper",
+                "format", "time_zone", "relation", "boost", "_name",
+            ],
+            "range",
+        )?;
+        if let Some(r) = m.get("relation") {
+            if r != "INTERSECTS" && r != "intersects" {
+                return Err(ApiError::unsupported(format!(
+                    "[range] relation {r} (quarry's fields hold values, not ranges: only INTERSECTS)"
+                )));
+            }
+        }
+        let text = |k: &str| -> Result<Option<String>, ApiError> {
+            match m.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => scalar(v, &format!("range.{field}.{k}")).map(Some),
+            }
+        };
+        let flag = |k: &str| -> Result<bool, ApiError> {
+            match m.get(k) {
+                None => Ok(true),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(parsing(format!("[range] {k} must be true or false"))),
+            }
+        };
+        let mut lower = text("from")?.map(|t| (t, flag("include_lower")));
+        let mut upper = text("to")?.map(|t| (t, flag("include_upper")));
+        if let Some(t) = text("gte")? {
+            lower = Some((t, Ok(true)));
+        }
+        if let Some(t) = text("gt")? {
+            lower = Some((t, Ok(false)));
+        }
+        if let Some(t) = text("lte")? {
+            upper = Some((t, Ok(true)));
+        }
+        if let Some(t) = text("lt")? {
+            upper = Some((t, Ok(false)));
+        }
+        let lower = lower.map(|(t, i)| i.map(|i| (t, i))).transpose()?;
+        let upper = upper.map(|(t, i)| i.map(|i| (t, i))).transpose()?;
+        let format = text("format")?;
+        let time_zone = text("time_zone")?;
+        let Some(id) = self.schema().field_id(field) else {
+            return Ok(Query::MatchNone);
+        };
+        let ft = self.schema().field(id).field_type;
+        if (format.is_some() || time_zone.is_some()) && ft != FieldType::Date {
+            return Err(parsing(format!(
+                "[range] format and time_zone apply to date fields; [{field}] is a {ft} field"
+            )));
+        }
+        let q = Query::Range {
+            field: field.clone(),
+            lower: lower.as_ref().map(|(t, _)| t.clone()),
+            upper: upper.as_ref().map(|(t, _)| t.clone()),
+            include_lower: lower.as_ref().is_none_or(|(_, i)| *i),
+            include_upper: upper.as_ref().is_none_or(|(_, i)| *i),
+            format,
+            time_zone,
+        };
+        // Resolved once here so that a bound the field cannot read is a 400 naming it.
+        self.searcher
+            .check_query(&q)
+            .map_err(|e| parsing(e.to_string()))?;
+        Ok(boosted(q, boost_of(m, "range")?))
+    }
+
     fn prefix(&self, body: &Value) -> Result<Query, ApiError> {
         let (field, m) = self.field_form(body, "prefix", "value", &["rewrite"])?;
         let value = scalar(&m["value"], "prefix")?;
@@ -774,7 +849,7 @@ mod tests {
     #[test]
     fn bad_queries_are_client_errors_naming_the_problem() {
         for (v, needle) in [
-            (json!({"range": {"year": {"gte": 1}}}), "range"),
+            (json!({"range": {"body": {"gte": 1, "bogus": 2}}}), "bogus"),
             (json!({"fuzzy": {"body": "x"}}), "unknown query [fuzzy]"),
             (
                 json!({"match": {"body": "x"}, "term": {"tag": "y"}}),

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use quarry::query::Query;
-use quarry::{SearchMode, SearchOptions, Searcher};
+use quarry::{FieldType, SearchMode, SearchOptions, Searcher, SortField, SortKey, SortValue};
 use serde_json::{json, Map, Value};
 
 use crate::dsl;
@@ -47,6 +47,196 @@ pub struct SearchRequest {
     pub version: bool,
     /// `seq_no_primary_term=true`: hits carry `_seq_no` and `_primary_term`.
     pub seq_no_primary_term: bool,
+    /// `sort`: empty for relevance order.
+    pub sort: Vec<SortField>,
+    /// `search_after`: the sort values of the last hit of the previous page.
+    pub search_after: Option<Vec<SortValue>>,
+    /// `track_scores`: compute scores when sorting by fields.
+    pub track_scores: bool,
+}
+
+/// Parses one sort entry: `"field"`, `"_score"`, `{"field": "desc"}` or
+/// `{"field": {"order": "desc", "missing": "_first"}}`.
+fn sort_entry(v: &Value, searcher: &Searcher) -> Result<SortField, ApiError> {
+    let (name, opts) = match v {
+        Value::String(s) => (s.as_str(), None),
+        Value::Object(m) if m.len() == 1 => {
+            let (k, o) = m.iter().next().expect("one entry");
+            (k.as_str(), Some(o))
+        }
+        _ => {
+            return Err(ApiError::parsing(
+                "[sort] entries are a field name or {\"field\": {\"order\": ...}}",
+            ))
+        }
+    };
+    let key = match name {
+        "_score" => SortKey::Score,
+        "_doc" => SortKey::IndexOrder,
+        f => {
+            let schema = searcher.schema();
+            let id = schema
+                .field_id(f)
+                .filter(|_| f != crate::mapping::ID_FIELD)
+                .ok_or_else(|| {
+                    ApiError::parsing(format!("No mapping found for [{f}] in order to sort on"))
+                })?;
+            let entry = schema.field(id);
+            if !entry.has_column() {
+                return Err(ApiError::illegal(format!(
+                    "Fielddata is disabled on [{f}]: {} fields cannot be sorted on; use a keyword field{}",
+                    entry.field_type,
+                    if entry.field_type == FieldType::Text { "" } else { " or enable doc_values" }
+                )));
+            }
+            SortKey::Field(f.to_string())
+        }
+    };
+    let mut field = SortField {
+        descending: key == SortKey::Score,
+        key,
+        missing_first: false,
+    };
+    let order = |o: &Value| match o.as_str() {
+        Some("asc") => Ok(false),
+        Some("desc") => Ok(true),
+        _ => Err(ApiError::parsing(format!(
+            "[sort] order of [{name}] must be \"asc\" or \"desc\", not {o}"
+        ))),
+    };
+    match opts {
+        None => {}
+        Some(o @ Value::String(_)) => field.descending = order(o)?,
+        Some(Value::Object(m)) => {
+            for (k, o) in m {
+                match k.as_str() {
+                    "order" => field.descending = order(o)?,
+                    "missing" if name != "_score" && name != "_doc" => {
+                        field.missing_first = match o.as_str() {
+                            Some("_first") => true,
+                            Some("_last") => false,
+                            _ => {
+                                return Err(ApiError::illegal(format!(
+                                    "[sort] missing of [{name}]: quarry supports \"_first\" and \"_last\", not {o}"
+                                )))
+                            }
+                        }
+                    }
+                    "mode" => {
+                        let want = if field.descending { "max" } else { "min" };
+                        if o.as_str() != Some(want) {
+                            return Err(ApiError::illegal(format!(
+                                "[sort] mode {o} of [{name}] is not supported: quarry sorts multi-valued fields by their smallest value ascending and largest descending (mode {want} here)"
+                            )));
+                        }
+                    }
+                    other => {
+                        return Err(ApiError::parsing(format!(
+                            "[sort] option [{other}] of [{name}] is not supported (supported: order, missing, mode)"
+                        )))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(ApiError::parsing(format!(
+                "[sort] options of [{name}] must be a string or an object, not {other}"
+            )))
+        }
+    }
+    Ok(field)
+}
+
+/// Parses `sort`: one entry or an array of them; the URL form is `field:desc,other`.
+fn parse_sort(v: &Value, searcher: &Searcher) -> Result<Vec<SortField>, ApiError> {
+    match v {
+        Value::Array(a) => a.iter().map(|e| sort_entry(e, searcher)).collect(),
+        Value::String(s) if s.contains([',', ':']) => s
+            .split(',')
+            .map(|part| {
+                let e = match part.split_once(':') {
+                    Some((f, o)) => serde_json::json!({ f: o }),
+                    None => Value::String(part.to_string()),
+                };
+                sort_entry(&e, searcher)
+            })
+            .collect(),
+        other => Ok(vec![sort_entry(other, searcher)?]),
+    }
+}
+
+/// Parses `search_after` for `sort`: one value per sort key, as the hits' `sort` arrays give.
+fn parse_search_after(
+    v: &Value,
+    sort: &[SortField],
+    searcher: &Searcher,
+) -> Result<Vec<SortValue>, ApiError> {
+    let Value::Array(vals) = v else {
+        return Err(ApiError::parsing("[search_after] must be an array"));
+    };
+    if sort.is_empty() {
+        return Err(ApiError::illegal(
+            "[search_after] needs a [sort] (quarry pages by sort values; add \"sort\": [\"_score\", \"_doc\"] to page by relevance)",
+        ));
+    }
+    if vals.len() != sort.len() {
+        return Err(ApiError::illegal(format!(
+            "search_after has {} value(s) but sort has {}",
+            vals.len(),
+            sort.len()
+        )));
+    }
+    let schema = searcher.schema();
+    sort.iter()
+        .zip(vals)
+        .map(|(s, v)| {
+            let bad = || {
+                ApiError::parsing(format!(
+                    "[search_after] value {v} does not fit the sort key {:?}",
+                    s.key
+                ))
+            };
+            Ok(match (&s.key, v) {
+                (_, Value::Null) => SortValue::Missing,
+                (SortKey::Score, Value::Number(n)) => SortValue::Score(n.as_f64().ok_or_else(bad)? as f32),
+                (SortKey::IndexOrder, Value::Number(n)) => SortValue::Seq(n.as_u64().ok_or_else(bad)?),
+                (SortKey::Field(f), v) => {
+                    let ft = schema.field_by_name(f).map(|e| e.field_type);
+                    match (ft, v) {
+                        (Some(FieldType::Float), Value::Number(n)) => {
+                            SortValue::Float(n.as_f64().ok_or_else(bad)?)
+                        }
+                        (Some(FieldType::Integer | FieldType::Date), Value::Number(n)) => {
+                            SortValue::Int(n.as_i64().ok_or_else(bad)?)
+                        }
+                        (Some(FieldType::Date | FieldType::Keyword), Value::String(t)) => {
+                            SortValue::Str(t.clone())
+                        }
+                        (Some(FieldType::Boolean), Value::Bool(b)) => SortValue::Bool(*b),
+                        (Some(FieldType::Boolean), Value::Number(n)) if n.as_u64().is_some_and(|x| x < 2) => {
+                            SortValue::Bool(n.as_u64() == Some(1))
+                        }
+                        _ => return Err(bad()),
+                    }
+                }
+                _ => return Err(bad()),
+            })
+        })
+        .collect()
+}
+
+/// A sort value as a hit's `sort` array shows it (booleans as 1 and 0, dates as epoch
+/// milliseconds, a missing value as null).
+fn sort_value_json(v: &SortValue) -> Value {
+    match v {
+        SortValue::Int(i) => json!(i),
+        SortValue::Float(x) => json!(x),
+        SortValue::Bool(b) => json!(u8::from(*b)),
+        SortValue::Str(s) => json!(s),
+        SortValue::Score(x) => json!(x),
+        SortValue::Seq(x) => json!(x),
+        SortValue::Missing => Value::Null,
+    }
 }
 
 fn bool_of(v: &Value, what: &str) -> Result<bool, ApiError> {
@@ -176,6 +366,9 @@ pub fn parse_request(
             "timeout",
             "version",
             "seq_no_primary_term",
+            "sort",
+            "search_after",
+            "track_scores",
         ]
     };
     if let Some(k) = ["routing", "preference", "search_type"]
@@ -268,9 +461,34 @@ pub fn parse_request(
     let flag = |k: &str| pick(k).map_or(Ok(false), |v| bool_of(&v, k));
     let version = flag("version")?;
     let seq_no_primary_term = flag("seq_no_primary_term")?;
+    let track_scores = flag("track_scores")?;
+    let sort = match pick("sort") {
+        None => Vec::new(),
+        Some(v) => parse_sort(&v, searcher)?,
+    };
+    // Sorting by relevance alone is the default order.
+    let sort = if sort.len() == 1 && sort[0] == SortField::score() {
+        Vec::new()
+    } else {
+        sort
+    };
+    let search_after = match m.get("search_after") {
+        None => None,
+        Some(v) => {
+            if from > 0 {
+                return Err(ApiError::illegal(
+                    "[from] parameter must be set to 0 when [search_after] is used",
+                ));
+            }
+            Some(parse_search_after(v, &sort, searcher)?)
+        }
+    };
     Ok(SearchRequest {
         version,
         seq_no_primary_term,
+        sort,
+        search_after,
+        track_scores,
         query,
         from,
         size,
@@ -312,29 +530,14 @@ pub fn run(
         TrackTotal::Off => SearchMode::Top,
         TrackTotal::UpTo(_) => SearchMode::TopCount,
     };
+    if !req.sort.is_empty() {
+        return run_sorted(handle, req, took_start);
+    }
     let opts = req.options(took_start, default_timeout);
     let (searcher, result) = handle.search(&req.query, k.max(1), mode, &opts)?;
     let mut hits = Vec::new();
     for hit in result.top.iter().skip(req.from).take(req.size) {
-        let stored = searcher.stored_fields(hit.doc)?;
-        let id = stored
-            .get(crate::mapping::ID_FIELD)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let mut h = json!({"_index": handle.name(), "_id": id, "_score": hit.score});
-        let (source, meta) = split_stored(stored);
-        if req.version {
-            h["_version"] = json!(meta.version);
-        }
-        if req.seq_no_primary_term {
-            h["_seq_no"] = json!(meta.seq_no);
-            h["_primary_term"] = json!(meta.primary_term);
-        }
-        if let Some(src) = req.source.apply(source) {
-            h["_source"] = Value::Object(src);
-        }
-        hits.push(h);
+        hits.push(hit_json(handle, req, &searcher, hit.doc, Some(hit.score))?);
     }
     let max_score = result.top.first().map(|h| h.score);
     let mut hits_obj = json!({"max_score": max_score, "hits": hits});
@@ -351,6 +554,77 @@ pub fn run(
     Ok(json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": result.timed_out,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "hits": hits_obj,
+    }))
+}
+
+/// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata and
+/// `_source`).
+fn hit_json(
+    handle: &IndexHandle,
+    req: &SearchRequest,
+    searcher: &Searcher,
+    doc: quarry::DocAddress,
+    score: Option<f32>,
+) -> Result<Value, ApiError> {
+    let stored = searcher.stored_fields(doc)?;
+    let id = stored
+        .get(crate::mapping::ID_FIELD)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut h = json!({"_index": handle.name(), "_id": id, "_score": score});
+    let (source, meta) = split_stored(stored);
+    if req.version {
+        h["_version"] = json!(meta.version);
+    }
+    if req.seq_no_primary_term {
+        h["_seq_no"] = json!(meta.seq_no);
+        h["_primary_term"] = json!(meta.primary_term);
+    }
+    if let Some(src) = req.source.apply(source) {
+        h["_source"] = Value::Object(src);
+    }
+    Ok(h)
+}
+
+/// A search sorted by fields: hits carry their `sort` values; `_score` is null unless a sort
+/// key is the score or `track_scores` is set (as in Elasticsearch). The total is exact.
+fn run_sorted(
+    handle: &IndexHandle,
+    req: &SearchRequest,
+    took_start: Instant,
+) -> Result<Value, ApiError> {
+    let searcher = handle.searcher();
+    let k = req.from + req.size;
+    let r = searcher.search_sorted(
+        &req.query,
+        &req.sort,
+        k,
+        req.search_after.as_deref(),
+        req.track_scores,
+    )?;
+    let scored = req.track_scores || req.sort.iter().any(|s| s.key == SortKey::Score);
+    let mut hits = Vec::new();
+    let max_score = r.max_score.filter(|_| scored);
+    for h in r.hits.iter().skip(req.from).take(req.size) {
+        let mut j = hit_json(handle, req, &searcher, h.hit.doc, scored.then_some(h.hit.score))?;
+        j["sort"] = Value::Array(h.values.iter().map(sort_value_json).collect());
+        hits.push(j);
+    }
+    let mut hits_obj = json!({"max_score": max_score, "hits": hits});
+    if let TrackTotal::UpTo(limit) = req.track_total {
+        let (value, relation) = if r.total_hits > limit {
+            (limit, "gte")
+        } else {
+            (r.total_hits, "eq")
+        };
+        hits_obj["total"] = json!({"value": value, "relation": relation});
+    }
+    Ok(json!({
+        "took": took_start.elapsed().as_millis() as u64,
+        "timed_out": false,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
         "hits": hits_obj,
     }))

@@ -337,6 +337,13 @@ impl Searcher {
         })
     }
 
+    /// Builds `query` as a search would, without running it: a range bound its field cannot read
+    /// (`"far"` on an integer field, a bad date) or an unknown field is the error a search would
+    /// give. For callers that check requests before queueing them (the server).
+    pub fn check_query(&self, query: &Query) -> Result<()> {
+        Weight::build(query, &self.context(), 1.0).map(drop)
+    }
+
     /// The live documents of every segment matching `query`, by segment ordinal (what a delete
     /// by query removes). Nothing is scored.
     pub fn matching_docs(&self, query: &Query) -> Result<Vec<Vec<u32>>> {

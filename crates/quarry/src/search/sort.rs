@@ -101,6 +101,8 @@ pub struct SortedResult {
     pub total_hits: u64,
     /// In sort order.
     pub hits: Vec<SortedHit>,
+    /// The best score of every match, when scores were computed.
+    pub max_score: Option<f32>,
 }
 
 /// One key part, comparable across segments.
@@ -193,6 +195,7 @@ impl Searcher {
         let mut kept: Vec<Kept> = Vec::new();
         let mut total = 0u64;
         let mut skipped = false;
+        let mut max_score: Option<f32> = None;
         for (ord, seg) in self.segments().iter().enumerate() {
             let Some(mut s) = weight.scorer(seg, ord)? else {
                 continue;
@@ -211,9 +214,11 @@ impl Searcher {
                     _ => Ok(None),
                 })
                 .collect::<Result<_>>()?;
-            // Block skipping on a dense first key.
+            // Block skipping on a dense first key (not when every match's score is asked for).
             let skip = match (keys[0], &views[0]) {
-                (Resolved::Field(_, ft), Some(v)) if v.is_dense() && ft != FieldType::Keyword => {
+                (Resolved::Field(_, ft), Some(v))
+                    if v.is_dense() && ft != FieldType::Keyword && !need_scores =>
+                {
                     Some(v)
                 }
                 _ => None,
@@ -247,6 +252,9 @@ impl Searcher {
                 if !matches!(live, Some(l) if !l.is_live(d)) && (!two_phase || s.matches()) {
                     total += 1;
                     let score = if need_scores { s.score() } else { f32::NAN };
+                    if need_scores {
+                        max_score = Some(max_score.map_or(score, |m: f32| m.max(score)));
+                    }
                     key.clear();
                     for (i, k) in keys.iter().enumerate() {
                         key.push(match k {
@@ -313,6 +321,7 @@ impl Searcher {
         Ok(SortedResult {
             total_hits: total,
             hits,
+            max_score,
         })
     }
 
