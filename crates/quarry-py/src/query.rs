@@ -7,6 +7,7 @@
 //!
 //! * `("term", field, term)`, `("prefix", field, prefix)`,
 //! * `("phrase", field, [(position, term), ...], slop)`,
+//! * `("range", field, lower, upper, include_lower, include_upper)` with `None` for an open end,
 //! * `("bool", [(occur, node), ...], minimum_should_match)` with occur `"must"`, `"should"`,
 //!   `"must_not"` or `"filter"`,
 //! * `("boost", node, boost)`, `("all",)`, `("none",)`.
@@ -87,6 +88,21 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
         Query::Phrase { field, terms, slop } => {
             ("phrase", field, terms.clone(), *slop).into_bound_py_any(py)?
         }
+        Query::Range {
+            field,
+            lower,
+            upper,
+            include_lower,
+            include_upper,
+        } => (
+            "range",
+            field,
+            lower.clone(),
+            upper.clone(),
+            *include_lower,
+            *include_upper,
+        )
+            .into_bound_py_any(py)?,
         Query::Boolean {
             clauses,
             minimum_should_match,
@@ -173,6 +189,16 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
                 field: ex(get(1, "field")?, at, "field")?,
                 terms,
                 slop: ex(get(3, "slop")?, at, "slop")?,
+            }
+        }
+        "range" => {
+            arity(6)?;
+            Query::Range {
+                field: ex(get(1, "field")?, at, "field")?,
+                lower: ex(get(2, "lower")?, at, "lower")?,
+                upper: ex(get(3, "upper")?, at, "upper")?,
+                include_lower: ex(get(4, "include_lower")?, at, "include_lower")?,
+                include_upper: ex(get(5, "include_upper")?, at, "include_upper")?,
             }
         }
         "bool" => {

@@ -1,9 +1,9 @@
-//! What a parsed query means: Lucene's query model (term, phrase, prefix, boolean, boost,
-//! match-all) and its exact `Query.toString()` rendering.
+//! What a parsed query means: Lucene's query model (term, phrase, prefix, range, boolean,
+//! boost, match-all) and its exact `Query.toString()` rendering.
 //!
 //! The shapes mirror the Lucene classes the classic `QueryParser` builds (`TermQuery`,
-//! `PhraseQuery`, `PrefixQuery`, `BooleanQuery`, `BoostQuery`, `MatchAllDocsQuery`,
-//! `MatchNoDocsQuery`), and [`Display`](std::fmt::Display) renders them exactly like Lucene's
+//! `PhraseQuery`, `PrefixQuery`, `TermRangeQuery`, `BooleanQuery`, `BoostQuery`,
+//! `MatchAllDocsQuery`, `MatchNoDocsQuery`), and [`Display`](std::fmt::Display) renders them exactly like Lucene's
 //! `Query.toString()`, which is `toString("")`: every term carries its field. Use
 //! [`Query::to_string_with_field`] for Lucene's `toString(field)`, which omits that field.
 
@@ -36,6 +36,22 @@ pub enum Query {
         field: String,
         /// The normalized prefix, without the trailing `*`.
         prefix: String,
+    },
+    /// Documents whose `field` has a value between `lower` and `upper` (Lucene `TermRangeQuery`
+    /// on text and keyword fields, `IntPoint`/`LongPoint`/`DoublePoint` range queries on numeric
+    /// and date fields; constant score). Bounds are the text as written (numbers and dates are
+    /// interpreted by the field's type when the query runs); `None` is an open end (`*`).
+    Range {
+        /// The field searched.
+        field: String,
+        /// The lower bound (normalized for text fields), or `None` for no lower bound.
+        lower: Option<String>,
+        /// The upper bound (normalized for text fields), or `None` for no upper bound.
+        upper: Option<String>,
+        /// Whether a value equal to `lower` matches (`[`) or not (`{`).
+        include_lower: bool,
+        /// Whether a value equal to `upper` matches (`]`) or not (`}`).
+        include_upper: bool,
     },
     /// A boolean combination of clauses (Lucene `BooleanQuery`).
     Boolean {
@@ -108,6 +124,23 @@ impl Query {
         }
     }
 
+    /// A range query; `None` bounds are open ends.
+    pub fn range(
+        field: impl Into<String>,
+        lower: Option<&str>,
+        upper: Option<&str>,
+        include_lower: bool,
+        include_upper: bool,
+    ) -> Self {
+        Query::Range {
+            field: field.into(),
+            lower: lower.map(str::to_string),
+            upper: upper.map(str::to_string),
+            include_lower,
+            include_upper,
+        }
+    }
+
     /// A boolean query with `minimum_should_match` 0.
     pub fn boolean(clauses: Vec<Clause>) -> Self {
         Query::Boolean {
@@ -157,6 +190,22 @@ impl Query {
                 out.push_str(prefix);
                 out.push('*');
             }
+            Query::Range {
+                field,
+                lower,
+                upper,
+                include_lower,
+                include_upper,
+            } => {
+                // Lucene's `TermRangeQuery.toString`: an open end is `*`, a bound that is
+                // exactly `*` is written `\*`; nothing else is escaped.
+                push_field(out, field, default_field);
+                out.push(if *include_lower { '[' } else { '{' });
+                push_range_bound(out, lower.as_deref());
+                out.push_str(" TO ");
+                push_range_bound(out, upper.as_deref());
+                out.push(if *include_upper { ']' } else { '}' });
+            }
             Query::Boolean {
                 clauses,
                 minimum_should_match,
@@ -200,6 +249,14 @@ fn push_field(out: &mut String, field: &str, default_field: &str) {
     if field != default_field {
         out.push_str(field);
         out.push(':');
+    }
+}
+
+fn push_range_bound(out: &mut String, bound: Option<&str>) {
+    match bound {
+        None => out.push('*'),
+        Some("*") => out.push_str("\\*"),
+        Some(b) => out.push_str(b),
     }
 }
 
@@ -447,5 +504,39 @@ mod tests {
         };
         assert_eq!(msm.to_string(), "(body:a body:b)~1");
         assert_eq!(msm.to_string_with_field("body"), "(a b)~1");
+    }
+
+    #[test]
+    fn ranges_render_like_term_range_query() {
+        let r = |lower, upper, il, iu| Query::range("year", lower, upper, il, iu).to_string();
+        assert_eq!(
+            r(Some("1990"), Some("2000"), true, true),
+            "year:[1990 TO 2000]"
+        );
+        assert_eq!(
+            r(Some("1990"), Some("2000"), false, false),
+            "year:{1990 TO 2000}"
+        );
+        assert_eq!(r(Some("a"), Some("b"), true, false), "year:[a TO b}");
+        assert_eq!(r(Some("a"), Some("b"), false, true), "year:{a TO b]");
+        // Open ends are `*`; the flag is kept as given (Lucene ignores it when matching).
+        assert_eq!(r(None, Some("10"), false, true), "year:{* TO 10]");
+        assert_eq!(r(Some("10"), None, true, true), "year:[10 TO *]");
+        assert_eq!(r(None, None, true, true), "year:[* TO *]");
+        // A bound that is a literal `*` is escaped; nothing else is.
+        assert_eq!(r(Some("*"), Some("a b"), true, true), "year:[\\* TO a b]");
+        assert_eq!(r(Some("**"), Some("]"), true, true), "year:[** TO ]]");
+        let q = Query::range("year", Some("1"), Some("2"), true, true);
+        assert_eq!(q.to_string_with_field("year"), "[1 TO 2]");
+        assert_eq!(q.to_string_with_field("body"), "year:[1 TO 2]");
+        assert_eq!(
+            Query::boosted(q.clone(), 2.0).to_string(),
+            "(year:[1 TO 2])^2.0"
+        );
+        let b = Query::boolean(vec![
+            Clause::new(Occur::Must, t("oil")),
+            Clause::new(Occur::MustNot, q),
+        ]);
+        assert_eq!(b.to_string(), "+body:oil -year:[1 TO 2]");
     }
 }

@@ -106,8 +106,9 @@ fn scored_terms<'q>(q: &'q Query, out: &mut Vec<(&'q str, &'q str)>) {
         }
         Query::Boolean { clauses, .. } => clauses.iter().for_each(|c| scored_terms(&c.query, out)),
         Query::Boost { query, .. } => scored_terms(query, out),
-        // Prefix queries score a constant; match-all and match-none use no statistics.
-        Query::Prefix { .. } | Query::MatchAll | Query::MatchNone => {}
+        // Prefix and range queries score a constant; match-all and match-none use no
+        // statistics.
+        Query::Prefix { .. } | Query::Range { .. } | Query::MatchAll | Query::MatchNone => {}
     }
 }
 

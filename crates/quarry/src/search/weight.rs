@@ -274,6 +274,11 @@ impl Weight {
             Query::Boost { query, boost: b } => Weight::build(query, ctx, boost * b)?,
             Query::MatchAll => Weight::All { score: boost },
             Query::MatchNone => Weight::Nothing,
+            Query::Range { field, .. } => {
+                return Err(Error::Query(format!(
+                    "range queries are not supported yet (field {field:?})"
+                )))
+            }
             Query::Boolean {
                 clauses,
                 minimum_should_match,
