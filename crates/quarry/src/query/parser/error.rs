@@ -7,8 +7,8 @@ use std::fmt;
 pub enum ParseErrorKind {
     /// The input does not follow the query syntax.
     Syntax,
-    /// Valid Lucene syntax that quarry does not support yet (ranges, fuzzy, wildcards,
-    /// regular expressions).
+    /// Valid Lucene syntax that quarry does not support yet (fuzzy terms, wildcards other than
+    /// a trailing `*`, regular expressions).
     Unsupported,
     /// A value out of range: an infinite boost, a negative slop, a bad `\u` escape.
     InvalidValue,

@@ -1,8 +1,8 @@
 //! Which clauses a token stream forms: the productions of Lucene's `QueryParser.jj` (`Query`,
-//! `MultiTerm`, `Clause`, `Term`, boosts and fuzzy slops), calling the semantics of
+//! `MultiTerm`, `Clause`, `Term` with its ranges, boosts and fuzzy slops), calling the semantics of
 //! [`semantics`](super::semantics) to build each query.
 use super::error::{ParseError, ParseErrorKind};
-use super::escapes::unescape;
+use super::escapes::{unescape, unescape_str};
 use super::lexer::{is_whitespace, Kind, Token};
 use super::QueryParser;
 use crate::query::ast::{Clause, Query};
@@ -42,8 +42,8 @@ pub(super) struct Parser<'a> {
 }
 
 pub(super) const EXPECT_CLAUSE: &str = "a term, a phrase or '('";
-pub(super) const SUPPORTED: &str =
-    "terms, \"phrases\", prefix* terms, field:, AND/OR/NOT, +/-, (...), ^boost and *:*";
+pub(super) const SUPPORTED: &str = "terms, \"phrases\", prefix* terms, [a TO b] and field:>x \
+     ranges, field:, AND/OR/NOT, +/-, (...), ^boost and *:*";
 
 impl<'a> Parser<'a> {
     pub(super) fn tok(&self, k: usize) -> Token {
@@ -362,16 +362,7 @@ impl<'a> Parser<'a> {
     pub(super) fn term(&mut self, field: Option<&str>) -> PResult<Option<Query>> {
         let t = self.tok(0);
         match t.kind {
-            Kind::RangeStart => Err(self.err(
-                ParseErrorKind::Unsupported,
-                t.start,
-                SUPPORTED,
-                format!(
-                    "a range query ('{}a TO b{}')",
-                    self.image(t),
-                    if self.image(t) == "[" { ']' } else { '}' }
-                ),
-            )),
+            Kind::RangeStart => self.range(field),
             Kind::Quoted => {
                 self.pos += 1;
                 let (boost, fuzzy) = self.boost_and_fuzzy()?;
@@ -385,6 +376,75 @@ impl<'a> Parser<'a> {
                 self.handle_boost(q, boost)
             }
         }
+    }
+
+    /// The range alternative of `Term(field)`: `("[" | "{") bound TO bound ("]" | "}")
+    /// ["^" NUMBER]`, each bound a RANGE_GOOP, a RANGE_QUOTED or a `TO`. As in Lucene, the
+    /// bounds' escapes are resolved only once the whole range has parsed, and only an unquoted,
+    /// unescaped `*` is an open end.
+    pub(super) fn range(&mut self, field: Option<&str>) -> PResult<Option<Query>> {
+        let open = self.tok(0);
+        let include_lower = self.image(open) == "[";
+        self.pos += 1;
+        let lower = self.range_bound(&format!(
+            "the lower bound of the range after '{}' (a value, a \"quoted value\" or '*')",
+            self.image(open)
+        ))?;
+        if self.kind(0) != Kind::RangeTo {
+            return Err(self.unexpected(format!(
+                "'TO' after the lower bound {}",
+                self.describe(lower)
+            )));
+        }
+        self.pos += 1;
+        let upper = self.range_bound(
+            "the upper bound of the range after 'TO' (a value, a \"quoted value\" or '*')",
+        )?;
+        if self.kind(0) != Kind::RangeEnd {
+            let col = self.input[..open.start].chars().count() + 1;
+            return Err(self.unexpected(format!(
+                "']' or '}}' to close the range opened at column {col}"
+            )));
+        }
+        let include_upper = self.image(self.tok(0)) == "]";
+        self.pos += 1;
+        let boost = self.optional_boost()?;
+        let lower = self.range_bound_text(lower)?;
+        let upper = self.range_bound_text(upper)?;
+        let q = self.range_query(
+            field,
+            lower,
+            upper,
+            include_lower,
+            include_upper,
+            open.start,
+        )?;
+        self.handle_boost(q, boost)
+    }
+
+    /// The token of one bound of a range.
+    fn range_bound(&mut self, expected: &str) -> PResult<Token> {
+        let t = self.tok(0);
+        match t.kind {
+            Kind::RangeGoop | Kind::RangeTo | Kind::RangeQuoted => {
+                self.pos += 1;
+                Ok(t)
+            }
+            _ => Err(self.unexpected(expected)),
+        }
+    }
+
+    /// A bound's text (escapes resolved, quotes removed), or `None` for `*`.
+    fn range_bound_text(&self, t: Token) -> PResult<Option<String>> {
+        let image = self.image(t);
+        if t.kind == Kind::RangeQuoted {
+            let inner = &image[1..image.len() - 1];
+            return Ok(Some(unescape_str(self.input, inner, t.start + 1)?));
+        }
+        if image == "*" {
+            return Ok(None);
+        }
+        Ok(Some(unescape(self.input, t)?))
     }
 }
 

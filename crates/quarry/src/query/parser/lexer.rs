@@ -1,5 +1,5 @@
 //! Which tokens a query string holds: the token definitions of Lucene's `QueryParser.jj` (its
-//! DEFAULT and Boost lexical states), with byte positions for error reports.
+//! DEFAULT, Boost and Range lexical states), with byte positions for error reports.
 use super::error::{ParseError, ParseErrorKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +21,16 @@ pub(super) enum Kind {
     PrefixTerm,
     WildTerm,
     Regexp,
+    /// `[` or `{`: switches to the Range state.
     RangeStart,
+    /// `TO` inside a range (RANGE_TO).
+    RangeTo,
+    /// A bound inside a range: a run of characters other than ' ', `]` and `}` (RANGE_GOOP).
+    RangeGoop,
+    /// A quoted bound inside a range (RANGE_QUOTED), quotes included.
+    RangeQuoted,
+    /// `]` or `}`: back to the DEFAULT state.
+    RangeEnd,
     Number,
     Eof,
     /// A lexical error; the parser reports `Parser::lex_error` when it reaches it.
@@ -135,22 +144,18 @@ fn push(tokens: &mut Vec<Token>, kind: Kind, start: usize, end: usize) {
 }
 
 /// Every token of `input` up to its `Eof` (or the first lexical error), switching to Lucene's
-/// Boost state after a `^`.
+/// Boost state after a `^` and to its Range state from a `[` or `{` to the `]` or `}`.
 pub(super) fn lex_raw(input: &str) -> LexResult {
     let mut tokens = Vec::new();
     let mut i = 0;
     loop {
-        // A `^` just lexed puts the lexer in the Boost state for one token.
-        let step = if matches!(
-            tokens.last(),
-            Some(Token {
-                kind: Kind::Carat,
-                ..
-            })
-        ) {
-            lex_boost(input, i, &mut tokens)
-        } else {
-            lex_default(input, skip_whitespace(input, i), &mut tokens)
+        let step = match tokens.last().map(|t: &Token| t.kind) {
+            // A `^` just lexed puts the lexer in the Boost state for one token.
+            Some(Kind::Carat) => lex_boost(input, i, &mut tokens),
+            Some(Kind::RangeStart | Kind::RangeTo | Kind::RangeGoop | Kind::RangeQuoted) => {
+                lex_range(input, i, &mut tokens)
+            }
+            _ => lex_default(input, skip_whitespace(input, i), &mut tokens),
         };
         match step {
             Step::Next(next) => i = next,
@@ -253,8 +258,7 @@ fn lex_default(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
         }
         '[' | '{' => {
             push(tokens, Kind::RangeStart, start, i + 1);
-            push(tokens, Kind::Eof, input.len(), input.len());
-            Step::End(None)
+            Step::Next(i + 1)
         }
         ']' | '}' => {
             push(tokens, Kind::Error, start, start);
@@ -289,6 +293,84 @@ fn lex_default(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
         }
         _ => lex_term(input, start, tokens),
     }
+}
+
+/// Lucene's Range lexical state: the token at or after `i` (RANGE_TO, RANGEIN_END/RANGEEX_END,
+/// RANGE_QUOTED or RANGE_GOOP), with JavaCC's rule that the longest match wins and, among
+/// equally long ones, the first declared (SKIP, then TO, the ends, QUOTED, GOOP). So a tab or
+/// another non-space whitespace character starts a bound when a bound character follows it
+/// (a tab then `a` is the bound "tab, a"), `TOx` is a bound, and `"ab"x` is the bound `"ab"x`
+/// with its quotes (GOOP is longer than QUOTED there).
+fn lex_range(input: &str, mut i: usize, tokens: &mut Vec<Token>) -> Step {
+    loop {
+        let Some(c) = char_at(input, i) else {
+            push(tokens, Kind::Eof, i, i);
+            return Step::End(None);
+        };
+        if c == ' ' {
+            i += 1;
+            continue;
+        }
+        if c == ']' || c == '}' {
+            push(tokens, Kind::RangeEnd, i, i + 1);
+            return Step::Next(i + 1);
+        }
+        let goop_end = scan_goop(input, i);
+        if is_whitespace(c) && goop_end == i + c.len_utf8() {
+            i = goop_end; // SKIP wins the tie with a one-character GOOP
+            continue;
+        }
+        if c == '"' {
+            if let Some(quoted_end) = scan_range_quoted(input, i) {
+                if quoted_end >= goop_end {
+                    push(tokens, Kind::RangeQuoted, i, quoted_end);
+                    return Step::Next(quoted_end);
+                }
+            }
+        }
+        let kind = if &input[i..goop_end] == "TO" {
+            Kind::RangeTo
+        } else {
+            Kind::RangeGoop
+        };
+        push(tokens, kind, i, goop_end);
+        return Step::Next(goop_end);
+    }
+}
+
+/// The end of RANGE_GOOP starting at `i`: the run of characters other than ' ', `]` and `}`.
+fn scan_goop(input: &str, mut i: usize) -> usize {
+    while let Some(c) = char_at(input, i) {
+        if matches!(c, ' ' | ']' | '}') {
+            break;
+        }
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// The end of the longest RANGE_QUOTED match at `start` (a `"`): `"` then one or more
+/// characters that are not `"` or are an escaped `\"`, then `"`. Every `"` preceded by a
+/// backslash may close it or continue it; the first other `"` must close it.
+fn scan_range_quoted(input: &str, start: usize) -> Option<usize> {
+    let mut longest = None;
+    let mut prev: Option<char> = None;
+    let mut j = start + 1;
+    while let Some(c) = char_at(input, j) {
+        if c == '"' {
+            if prev == Some('\\') {
+                longest = Some(j + 1);
+            } else {
+                if j > start + 1 {
+                    longest = Some(j + 1);
+                }
+                break;
+            }
+        }
+        prev = Some(c);
+        j += c.len_utf8();
+    }
+    longest
 }
 
 /// A quoted phrase starting at `start` (its opening `"`), up to its closing `"`.

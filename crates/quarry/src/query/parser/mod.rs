@@ -5,10 +5,12 @@
 //! # Syntax
 //! Terms (`oil`), fields (`title:oil`, `title:(oil gas)`), `AND`/`OR`/`NOT` and `&&`/`||`/`!`,
 //! `+`/`-`, parentheses, phrases (`"oil prices"`, `"oil prices"~2`), trailing-`*` prefixes
-//! (`oil*`), boosts (`oil^2`, `(a b)^0.5`, `"a b"^3`), backslash escapes (`\:` and `\u0041`)
-//! and `*:*`. Ranges (`[a TO b]`, `{a TO b}`), fuzzy terms (`oil~`), other wildcards
-//! (`o?l`, `*oil`, `o*l`) and regular expressions (`/o.l/`) are refused with a
-//! [`ParseErrorKind::Unsupported`] error.
+//! (`oil*`), ranges (`year:[1990 TO 2000]`, `{a TO b}`, mixed `[a TO b}`, `*` for an open end
+//! as in `price:{* TO 10]`, quoted bounds `["a b" TO c]`, boosts `[1 TO 2]^2`), Elasticsearch
+//! `query_string`'s one-sided ranges (`year:>1990`, `year:>=1990`, `price:<10`,
+//! `price:<=10`), boosts (`oil^2`, `(a b)^0.5`, `"a b"^3`), backslash escapes (`\:` and
+//! `\u0041`) and `*:*`. Fuzzy terms (`oil~`), other wildcards (`o?l`, `*oil`, `o*l`) and
+//! regular expressions (`/o.l/`) are refused with a [`ParseErrorKind::Unsupported`] error.
 //!
 //! # Semantics (all as in Lucene 10's classic `QueryParser`)
 //! * Clauses are combined by `QueryParserBase.addClause`: `a AND b` gives `+a +b`; `AND`
@@ -23,6 +25,17 @@
 //!   (`wi-fi`) are a boolean of SHOULD term clauses (MUST with the default operator AND).
 //!   A quoted phrase that analyzes to one token is a term query; to several, a phrase query.
 //!   Prefix terms are normalized, not tokenized.
+//! * A range (`getRangeQuery`) is a [`Query::Range`]: between the brackets a bound is any run
+//!   of characters but ' ', `]` and `}` (Lucene's RANGE_GOOP: `:`, `-`, `+`, `.` need no
+//!   escape, so `date:[2020-01-01T00:00:00Z TO *]` works) or a quoted string; only an unquoted
+//!   `*` is open (`\*` and `"*"` are a literal star). Escapes are resolved, then each bound
+//!   goes through [`FieldAnalysis::normalize`] (lowercased on a text field with the standard
+//!   analyzer, kept as written on keyword, numeric, boolean and date fields). A range without
+//!   a field uses the default field(s), with `MultiFieldQueryParser`'s field boosts.
+//! * `field:>x`, `field:>=x`, `field:<x`, `field:<=x` (an explicit field, unquoted text of at
+//!   least two characters; `>=`/`<=` need a third) are ranges open on the other side, as in
+//!   Elasticsearch's `QueryStringQueryParser`; Lucene would search the term. Written without a
+//!   field they stay terms. A `:` in the bound must be escaped (`date:>2020-01-01T10\:00`).
 //! * Like Lucene 10 (`splitOnWhitespace = false` by default), a run of two or more plain
 //!   terms (`a b c`, not followed by `:`, `*`, `~`, `^`, `AND` or `OR`) is analyzed as one
 //!   text and its tokens become sibling clauses: `x wi-fi` gives `x wi fi`, whereas with
@@ -36,7 +49,10 @@
 //! `&&x` and `||x` are terms; `+ a`/`- a`/`! a` (operator then whitespace) are a term `+`/`-`/
 //! `!` that analyzes to nothing; `a!b` is `a NOT b`; `foo*~2` is the prefix `foo*` (the fuzzy
 //! suffix is ignored); `"a b"~x` has slop 0 and `"a b"~2.7` slop 2; `a^2.` boosts `a` by 2
-//! and `.` is a separate term; an empty query is an error.
+//! and `.` is a separate term; an empty query is an error; inside a range only a space
+//! separates (a tab or newline next to bound characters is part of the bound, so
+//! `[a<tab>TO b]` is an error), `TOx` is a bound, `["ab"x TO c]` has the lower bound `"ab"x`
+//! with its quotes, and a range needs no space after it (`[a TO b]oil` is two clauses).
 
 mod analysis;
 mod error;
@@ -64,7 +80,9 @@ pub trait FieldAnalysis: Send + Sync {
     /// The tokens of `text` in `field`, in position order (positions 0, 1, 2, ...). An
     /// empty result drops the clause.
     fn tokens(&self, field: &str, text: &str) -> Vec<String>;
-    /// What a prefix term becomes in `field` (the standard analyzer: lowercase).
+    /// What a prefix term or a range bound becomes in `field` (Lucene's `Analyzer.normalize`;
+    /// the standard analyzer: lowercase). Fields that are not text (keyword, numeric, boolean,
+    /// date) should return `text` unchanged, so that `2020-01-01T00:00:00Z` stays intact.
     fn normalize(&self, field: &str, text: &str) -> String;
     /// Whether `field` exists; consulted only when unknown fields are rejected
     /// ([`QueryParser::with_unknown_fields_rejected`]).

@@ -1,5 +1,5 @@
 //! What query each clause means: Lucene's `QueryParserBase` (`addClause`, `getFieldQuery`,
-//! `getPrefixQuery`, `handleBareTokenQuery`, `handleQuotedTerm`, `handleBoost`, boolean
+//! `getPrefixQuery`, `getRangeQuery`, `handleBareTokenQuery`, `handleQuotedTerm`, `handleBoost`, boolean
 //! construction with the clause limit) and `MultiFieldQueryParser`'s expansion over several
 //! default fields.
 use super::error::{ParseError, ParseErrorKind};
@@ -161,6 +161,9 @@ impl<'a> Parser<'a> {
         at: usize,
     ) -> PResult<Option<Query>> {
         if let Some(f) = field {
+            if let Some(q) = self.one_sided_range(f, text, at)? {
+                return Ok(Some(q));
+            }
             return self.new_field_query(f, text, false, at);
         }
         if !self.cfg.multi_field() {
@@ -296,6 +299,75 @@ impl<'a> Parser<'a> {
                 self.multi_field_query(clauses, t.start)
             }
         }
+    }
+
+    /// `getRangeQuery` (through `newRangeQuery`): each bound that is not open is normalized
+    /// for the field (lowercased for a text field with the standard analyzer; kept as written
+    /// for keyword, numeric, boolean and date fields, which is the analysis' business); with
+    /// no field, one range per default field (`MultiFieldQueryParser`), each with its boost.
+    /// Lucene's date detection (`DateFormat.SHORT` with a date resolution) is off by default
+    /// and not reproduced.
+    pub(super) fn range_query(
+        &self,
+        field: Option<&str>,
+        lower: Option<String>,
+        upper: Option<String>,
+        include_lower: bool,
+        include_upper: bool,
+        at: usize,
+    ) -> PResult<Option<Query>> {
+        let make = |f: &str| Query::Range {
+            field: f.to_string(),
+            lower: lower.as_deref().map(|b| self.cfg.analysis.normalize(f, b)),
+            upper: upper.as_deref().map(|b| self.cfg.analysis.normalize(f, b)),
+            include_lower,
+            include_upper,
+        };
+        match field {
+            Some(f) => Ok(Some(self.field_boosted(make(f), f))),
+            None if !self.cfg.multi_field() => Ok(Some(make(self.single_default_field(at)?))),
+            None => {
+                let clauses = self
+                    .cfg
+                    .default_fields
+                    .iter()
+                    .map(|f| self.field_boosted(make(f), f))
+                    .collect();
+                self.multi_field_query(clauses, at)
+            }
+        }
+    }
+
+    /// Elasticsearch `query_string`'s one-sided ranges (`QueryStringQueryParser.getFieldQuery`):
+    /// with an explicit field, unquoted text of two or more characters starting with `>`, `>=`
+    /// (three or more), `<` or `<=` (three or more) is a range open on the other side; a bound
+    /// that is exactly `*` is open too. `year:>=1990` is `year:[1990 TO *]`, `year:<10` is
+    /// `year:[* TO 10}`. Lucene's own parser has no such form (it would search the term).
+    pub(super) fn one_sided_range(
+        &self,
+        field: &str,
+        text: &str,
+        at: usize,
+    ) -> PResult<Option<Query>> {
+        let mut chars = text.chars();
+        let Some(op) = chars.next().filter(|c| matches!(c, '>' | '<')) else {
+            return Ok(None);
+        };
+        let rest = chars.as_str();
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        let (bound, inclusive) = match rest.strip_prefix('=') {
+            Some(after) if !after.is_empty() => (after, true),
+            _ => (rest, false),
+        };
+        let bound = (bound != "*").then(|| bound.to_string());
+        let (lower, upper, include_lower, include_upper) = if op == '>' {
+            (bound, None, inclusive, true)
+        } else {
+            (None, bound, true, inclusive)
+        };
+        self.range_query(Some(field), lower, upper, include_lower, include_upper, at)
     }
 
     /// `MultiFieldQueryParser`'s boosts map (only in multi-field mode).

@@ -417,8 +417,6 @@ fn error_messages() {
 #[test]
 fn unsupported_syntax() {
     for (q, col) in [
-        ("[a TO b]", 1),
-        ("x:{a TO b}", 3),
         ("oil~", 4),
         ("oil~2", 4),
         ("oil^2~1", 6),
@@ -440,8 +438,8 @@ fn unsupported_syntax() {
         assert!(e.to_string().contains("not supported yet"), "{e}");
     }
     assert_eq!(
-        err("[a TO b]").to_string(),
-        format!("unsupported query syntax at column 1: a range query ('[a TO b]') is not supported yet (supported here: {SUPPORTED})")
+        err("o?l").to_string(),
+        format!("unsupported query syntax at column 1: the wildcard term 'o?l' (only a single trailing '*' is supported) is not supported yet (supported here: {SUPPORTED})")
     );
 }
 
@@ -590,6 +588,11 @@ const ALPHABET: &[&str] = &[
     "{",
     "}",
     "TO",
+    ">",
+    "<",
+    "=",
+    ">=",
+    "year:",
     "é",
     "東",
     "\\u",
@@ -659,6 +662,16 @@ fn word() -> impl Strategy<Value = String> {
     "[a-z][a-z0-9]{0,5}".prop_filter("stop word", |w| w != "the")
 }
 
+/// A range bound that reads back as itself: lowercase (the test analysis normalizes), no
+/// space, `]`, `}`, `\` or `"`; a literal `*` (rendered `\*`) included.
+fn range_bound() -> impl Strategy<Value = String> {
+    prop_oneof![
+        word(),
+        "[a-z0-9+-][a-z0-9:.+*(-]{0,10}",
+        Just("*".to_string()),
+    ]
+}
+
 fn field() -> impl Strategy<Value = String> {
     prop::sample::select(vec!["body", "title"]).prop_map(String::from)
 }
@@ -684,6 +697,20 @@ fn round_trippable_query() -> impl Strategy<Value = Query> {
             field: f,
             prefix: w
         }),
+        (
+            field(),
+            prop::option::of(range_bound()),
+            prop::option::of(range_bound()),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(f, lower, upper, il, iu)| Query::Range {
+                field: f,
+                lower,
+                upper,
+                include_lower: il,
+                include_upper: iu,
+            }),
         Just(Query::MatchAll),
     ];
     leaf.prop_recursive(4, 32, 4, |inner| {
@@ -711,4 +738,441 @@ fn boost_rendering_reparses() {
             java_float_to_string(b)
         );
     }
+}
+
+/// SimpleAnalysis, except that `year`, `date` and `tag` are not text fields: their terms and
+/// range bounds are kept as written (what the schema-backed analysis does for keyword,
+/// numeric and date fields).
+#[derive(Debug)]
+struct TypedAnalysis;
+
+impl TypedAnalysis {
+    fn is_text(field: &str) -> bool {
+        !matches!(field, "year" | "date" | "tag")
+    }
+}
+
+impl FieldAnalysis for TypedAnalysis {
+    fn tokens(&self, field: &str, text: &str) -> Vec<String> {
+        if Self::is_text(field) {
+            SimpleAnalysis.tokens(field, text)
+        } else {
+            vec![text.to_string()]
+        }
+    }
+    fn normalize(&self, field: &str, text: &str) -> String {
+        if Self::is_text(field) {
+            SimpleAnalysis.normalize(field, text)
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn typed() -> QueryParser {
+    QueryParser::new("body", Arc::new(TypedAnalysis))
+}
+
+fn t(input: &str) -> Query {
+    typed()
+        .parse(input)
+        .unwrap_or_else(|e| panic!("{input:?} failed: {e}"))
+}
+
+#[test]
+fn ranges_equal_lucene_10_6() {
+    // Each rendering was produced by Lucene 10.6.0's classic QueryParser (default field body,
+    // operator OR, StandardAnalyzer; `toString()`); `Err(column)` is where Lucene reported its
+    // ParseException (its 0-based column plus one, i.e. quarry's 1-based column).
+    let single: &[(&str, Result<&str, usize>)] = &[
+        ("year:[1990 TO 2000]", Ok("year:[1990 TO 2000]")),
+        ("year:{1990 TO 2000}", Ok("year:{1990 TO 2000}")),
+        ("year:[1990 TO 2000}", Ok("year:[1990 TO 2000}")),
+        ("year:{1990 TO 2000]", Ok("year:{1990 TO 2000]")),
+        ("price:{* TO 10]", Ok("price:{* TO 10]")),
+        ("price:[10 TO *]", Ok("price:[10 TO *]")),
+        ("price:[* TO *]", Ok("price:[* TO *]")),
+        ("price:{* TO *}", Ok("price:{* TO *}")),
+        ("[a TO b]", Ok("body:[a TO b]")),
+        ("[A TO B]", Ok("body:[a TO b]")),
+        ("title:[Apple TO Banana]", Ok("title:[apple TO banana]")),
+        (
+            "date:[2020-01-01T00:00:00Z TO 2021-01-01T00:00:00.000+01:00]",
+            Ok("date:[2020-01-01t00:00:00z TO 2021-01-01t00:00:00.000+01:00]"),
+        ),
+        ("date:[2020-01-01 TO *]", Ok("date:[2020-01-01 TO *]")),
+        // No date resolution is set, so Lucene's DateFormat detection leaves dates alone.
+        (
+            "date:[6/1/2005 TO 6/4/2005]",
+            Ok("date:[6/1/2005 TO 6/4/2005]"),
+        ),
+        ("[\"a b\" TO \"c d\"]", Ok("body:[a b TO c d]")),
+        ("[\"A B\" TO c]", Ok("body:[a b TO c]")),
+        ("[\\* TO b]", Ok("body:[\\* TO b]")),
+        ("[\"*\" TO b]", Ok("body:[\\* TO b]")),
+        ("[a* TO b?]", Ok("body:[a* TO b?]")),
+        ("[a\\ b TO c]", Err(5)),
+        ("[a\\\\b TO c]", Ok("body:[a\\b TO c]")),
+        ("[a\\]b TO c]", Err(4)),
+        ("[\"a\\\"b\" TO c]", Ok("body:[a\"b TO c]")),
+        ("[\"ab\"x TO c]", Ok("body:[\"ab\"x TO c]")),
+        ("[\"\" TO c]", Ok("body:[\"\" TO c]")),
+        ("[TO TO TO]", Ok("body:[to TO to]")),
+        ("[TOx TO TO]", Ok("body:[tox TO to]")),
+        ("[a TO b]^2", Ok("(body:[a TO b])^2.0")),
+        ("year:[1 TO 2]^2", Ok("(year:[1 TO 2])^2.0")),
+        ("year:[1 TO 2]^0.5 oil", Ok("(year:[1 TO 2])^0.5 body:oil")),
+        ("oil year:[1 TO 2]", Ok("body:oil year:[1 TO 2]")),
+        ("+oil -year:[1 TO 2]", Ok("+body:oil -year:[1 TO 2]")),
+        ("oil AND [a TO b]", Ok("+body:oil +body:[a TO b]")),
+        ("(oil [a TO b])", Ok("body:oil body:[a TO b]")),
+        ("title:(oil [a TO b])", Ok("title:oil title:[a TO b]")),
+        ("[  a   TO   b  ]", Ok("body:[a TO b]")),
+        ("[a TO b]oil", Ok("body:[a TO b] body:oil")),
+        ("[a TO b]~2", Err(9)),
+        ("[a TO b]^2~1", Err(11)),
+        ("[a TO]", Err(6)),
+        ("[ TO b]", Err(6)),
+        ("[a b]", Err(4)),
+        ("[a TO b", Err(8)),
+        ("[a TO b c]", Err(9)),
+        ("[]", Err(2)),
+        ("[", Err(2)),
+        ("{a TO b", Err(8)),
+        ("[a TO b]]", Err(9)), // Lucene: a lexical error, reported past the input's end
+        ("x:[a:b TO c(d)]", Ok("x:[a:b TO c(d)]")),
+        ("[\\u0041 TO \\u0042]", Ok("body:[a TO b]")),
+        ("[a\tTO b]", Err(7)),
+        ("[\ta TO b]", Ok("body:[\ta TO b]")),
+        ("[a TO b\t]", Ok("body:[a TO b\t]")),
+        ("[\"a b\"x TO c]", Err(7)),
+        ("[a\" TO b\"]", Ok("body:[a\" TO b\"]")),
+        ("[a TO \"b]", Ok("body:[a TO \"b]")),
+        ("[é TO 東]", Ok("body:[é TO 東]")),
+        ("[-1 TO +1]", Ok("body:[-1 TO +1]")),
+        ("[-1.5e3 TO 1.5E3]", Ok("body:[-1.5e3 TO 1.5e3]")),
+        ("[1,000 TO 2.000]", Ok("body:[1,000 TO 2.000]")),
+        ("*:[a TO b]", Ok("*:[a TO b]")),
+        ("a b [c TO d] e", Ok("(body:a body:b) body:[c TO d] body:e")),
+        ("[a TO b] c d", Ok("body:[a TO b] (body:c body:d)")),
+    ];
+    let multi: &[(&str, &str)] = &[
+        ("[a TO b]", "title:[a TO b] body:[a TO b]"),
+        ("{A TO *]", "title:{a TO *] body:{a TO *]"),
+        ("title:[a TO b]", "title:[a TO b]"),
+        ("body:[a TO b]^3", "(body:[a TO b])^3.0"),
+        (
+            "oil [a TO b]",
+            "(title:oil body:oil) (title:[a TO b] body:[a TO b])",
+        ),
+        ("x:[a TO b]", "x:[a TO b]"),
+    ];
+    let boosted: &[(&str, &str)] = &[
+        ("[a TO b]", "(title:[a TO b])^2.0 body:[a TO b]"),
+        ("{A TO *]", "(title:{a TO *])^2.0 body:{a TO *]"),
+        ("title:[a TO b]", "(title:[a TO b])^2.0"),
+        ("body:[a TO b]^3", "(body:[a TO b])^3.0"),
+        (
+            "oil [a TO b]",
+            "((title:oil)^2.0 body:oil) ((title:[a TO b])^2.0 body:[a TO b])",
+        ),
+        ("x:[a TO b]", "x:[a TO b]"),
+    ];
+    let standard: Arc<dyn FieldAnalysis> = Arc::new(StandardAnalysis::new());
+    let qp = QueryParser::new("body", standard.clone());
+    for (input, want) in single {
+        match (qp.parse(input), want) {
+            (Ok(q), Ok(w)) => assert_eq!(q.to_string(), *w, "{input:?}"),
+            (Err(e), Err(col)) => assert_eq!(e.column, *col, "{input:?}: {e}"),
+            (got, _) => panic!("{input:?}: got {got:?}, Lucene {want:?}"),
+        }
+    }
+    let fields = vec!["title".to_string(), "body".to_string()];
+    let mqp = QueryParser::with_default_fields(fields, standard);
+    for (input, want) in multi {
+        assert_eq!(mqp.parse(input).unwrap().to_string(), *want, "{input:?}");
+    }
+    let bqp = mqp.with_field_boost("title", 2.0);
+    for (input, want) in boosted {
+        assert_eq!(bqp.parse(input).unwrap().to_string(), *want, "{input:?}");
+    }
+}
+
+#[test]
+fn range_forms() {
+    assert_eq!(
+        t("year:[1990 TO 2000]"),
+        Query::range("year", Some("1990"), Some("2000"), true, true)
+    );
+    assert_eq!(
+        t("year:{1990 TO 2000}"),
+        Query::range("year", Some("1990"), Some("2000"), false, false)
+    );
+    assert_eq!(
+        t("year:[1990 TO 2000}"),
+        Query::range("year", Some("1990"), Some("2000"), true, false)
+    );
+    assert_eq!(
+        t("year:{1990 TO 2000]"),
+        Query::range("year", Some("1990"), Some("2000"), false, true)
+    );
+    assert_eq!(
+        t("price:{* TO 10]"),
+        Query::range("price", None, Some("10"), false, true)
+    );
+    assert_eq!(
+        t("year:[2000 TO *]"),
+        Query::range("year", Some("2000"), None, true, true)
+    );
+    assert_eq!(
+        t("year:[* TO *]"),
+        Query::range("year", None, None, true, true)
+    );
+    // Non-text fields keep their bounds as written (a date survives intact); text fields
+    // normalize them.
+    assert_eq!(
+        t("date:[2020-01-01T00:00:00Z TO 2021-06-30T23:59:59.999+02:00]"),
+        Query::range(
+            "date",
+            Some("2020-01-01T00:00:00Z"),
+            Some("2021-06-30T23:59:59.999+02:00"),
+            true,
+            true
+        )
+    );
+    assert_eq!(
+        t("tag:[ABC TO Xyz}"),
+        Query::range("tag", Some("ABC"), Some("Xyz"), true, false)
+    );
+    assert_eq!(
+        t("title:[ABC TO Xyz}"),
+        Query::range("title", Some("abc"), Some("xyz"), true, false)
+    );
+    assert_eq!(
+        t("year:[-5 TO +1.5e3]"),
+        Query::range("year", Some("-5"), Some("+1.5e3"), true, true)
+    );
+    // Quoted bounds: quotes removed, escapes resolved, `"*"` is a literal star.
+    assert_eq!(
+        t("tag:[\"New York\" TO \"Paris\"]"),
+        Query::range("tag", Some("New York"), Some("Paris"), true, true)
+    );
+    assert_eq!(
+        t("tag:[\"*\" TO \\*]"),
+        Query::range("tag", Some("*"), Some("*"), true, true)
+    );
+    assert_eq!(
+        t("tag:[a\\:b TO \"c\\\"d\"]"),
+        Query::range("tag", Some("a:b"), Some("c\"d"), true, true)
+    );
+    // No field: the default field, like any term.
+    assert_eq!(
+        t("[a TO b]"),
+        Query::range("body", Some("a"), Some("b"), true, true)
+    );
+    assert_eq!(
+        t("year:(x [1 TO 2])"),
+        Query::boolean(vec![
+            Clause::new(Occur::Should, Query::term("year", "x")),
+            Clause::new(
+                Occur::Should,
+                Query::range("year", Some("1"), Some("2"), true, true)
+            ),
+        ])
+    );
+    // Boosts.
+    assert_eq!(
+        t("year:[1 TO 2]^2"),
+        Query::boosted(Query::range("year", Some("1"), Some("2"), true, true), 2.0)
+    );
+    assert_eq!(t("year:[1 TO 2]^2").to_string(), "(year:[1 TO 2])^2.0");
+    assert_eq!(
+        t("+oil -year:{1 TO 2}").to_string(),
+        "+body:oil -year:{1 TO 2}"
+    );
+    // A field boost applies to ranges (MultiFieldQueryParser.getRangeQuery).
+    let m = QueryParser::with_default_fields(
+        vec!["title".into(), "tag".into()],
+        Arc::new(TypedAnalysis),
+    )
+    .with_field_boost("tag", 3.0);
+    assert_eq!(
+        m.parse("[A TO B]").unwrap().to_string(),
+        "title:[a TO b] (tag:[A TO B])^3.0"
+    );
+    assert_eq!(
+        m.parse("tag:[A TO B]").unwrap().to_string(),
+        "(tag:[A TO B])^3.0"
+    );
+    let none = QueryParser::with_default_fields(vec![], Arc::new(TypedAnalysis));
+    assert_eq!(
+        err_with(&none, "[a TO b]").kind,
+        ParseErrorKind::NoDefaultField
+    );
+    assert_eq!(
+        none.parse("year:[1 TO 2]").unwrap().to_string(),
+        "year:[1 TO 2]"
+    );
+    let strict = typed().with_unknown_fields_rejected(true);
+    assert!(strict.parse("year:[1 TO 2]").is_ok());
+}
+
+#[test]
+fn one_sided_ranges_like_elasticsearch() {
+    // Elasticsearch query_string: `field:>x`, `>=x`, `<x`, `<=x` with an explicit field.
+    assert_eq!(
+        t("year:>1990"),
+        Query::range("year", Some("1990"), None, false, true)
+    );
+    assert_eq!(
+        t("year:>=1990"),
+        Query::range("year", Some("1990"), None, true, true)
+    );
+    assert_eq!(
+        t("year:<2000"),
+        Query::range("year", None, Some("2000"), true, false)
+    );
+    assert_eq!(
+        t("year:<=2000"),
+        Query::range("year", None, Some("2000"), true, true)
+    );
+    assert_eq!(t("year:>1990").to_string(), "year:{1990 TO *]");
+    assert_eq!(t("year:<=2000").to_string(), "year:[* TO 2000]");
+    assert_eq!(
+        t("date:>=2020-01-01"),
+        Query::range("date", Some("2020-01-01"), None, true, true)
+    );
+    assert_eq!(
+        t("date:<2020-01-01T00\\:00\\:00Z"),
+        Query::range("date", None, Some("2020-01-01T00:00:00Z"), true, false)
+    );
+    assert_eq!(
+        t("year:>-5"),
+        Query::range("year", Some("-5"), None, false, true)
+    );
+    assert_eq!(t("title:>=Oil").to_string(), "title:[oil TO *]");
+    assert_eq!(
+        t("year:(>=1990 AND <2000)").to_string(),
+        "+year:[1990 TO *] +year:[* TO 2000}"
+    );
+    assert_eq!(
+        t("+year:>=1990 -year:>1995 oil").to_string(),
+        "+year:[1990 TO *] -year:{1995 TO *] body:oil"
+    );
+    assert_eq!(t("year:>=1990^2").to_string(), "(year:[1990 TO *])^2.0");
+    // As in Elasticsearch: `>=` alone is `>` with the bound `=`; `>` alone is a plain term;
+    // a `*` bound is open; an unquoted run under one field is one text.
+    assert_eq!(t("year:>=").to_string(), "year:{= TO *]");
+    assert_eq!(t("year:>"), Query::term("year", ">"));
+    assert_eq!(t("year:>\\*").to_string(), "year:{* TO *]");
+    assert_eq!(t("year:(>1 <5)").to_string(), "year:{1 <5 TO *]");
+    let split = typed().with_split_on_whitespace(true);
+    assert_eq!(
+        split.parse("year:(>1 <5)").unwrap().to_string(),
+        "year:{1 TO *] year:[* TO 5}"
+    );
+    // Without an explicit field, or quoted, it is text (Lucene's reading).
+    assert_eq!(t(">1990"), Query::term("body", "1990"));
+    assert_eq!(t("year:\">1990\""), Query::term("year", ">1990"));
+    assert_eq!(multi().parse(">5").unwrap().to_string(), "title:5 body:5");
+    assert_eq!(
+        multi().parse("title:>5").unwrap().to_string(),
+        "title:{5 TO *]"
+    );
+}
+
+#[test]
+fn range_errors() {
+    let e = err("year:[1990 2000]");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::Syntax, 12));
+    assert_eq!(
+        e.to_string(),
+        "query syntax error at column 12: expected 'TO' after the lower bound '1990', found '2000'"
+    );
+    let e = err("year:[1990 TO 2000");
+    assert_eq!(
+        e.to_string(),
+        "query syntax error at column 19: expected ']' or '}' to close the range opened at column 6, found end of input"
+    );
+    let e = err("year:[1990 TO 2000 3000]");
+    assert_eq!((e.column, e.found.as_str()), (20, "'3000'"));
+    let e = err("year:[ TO 2000]");
+    assert_eq!(
+        e.to_string(),
+        "query syntax error at column 11: expected 'TO' after the lower bound 'TO', found '2000'"
+    );
+    let e = err("year:[1990 TO ]");
+    assert_eq!(
+        e.to_string(),
+        "query syntax error at column 15: expected the upper bound of the range after 'TO' (a value, a \"quoted value\" or '*'), found ']'"
+    );
+    let e = err("year:{}");
+    assert_eq!(
+        e.to_string(),
+        "query syntax error at column 7: expected the lower bound of the range after '{' (a value, a \"quoted value\" or '*'), found '}'"
+    );
+    assert_eq!(err("year:[").column, 7);
+    assert_eq!(err("[a TO b]~2").column, 9);
+    assert_eq!(err("[a TO b]^").column, 10);
+    assert_eq!(err("[a TO b]^x").column, 10);
+    assert_eq!(err("[a TO b]]").column, 9);
+    // Escapes are checked once the range has parsed, as in Lucene.
+    let e = err("[a TO b\\]");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::Syntax, 8));
+    let e = err("[a\\ TO b]");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::Syntax, 3));
+    let e = err("[\\u00zz TO b]");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::InvalidValue, 6));
+    let e = err("[\"a\\\" TO b]");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::Syntax, 4));
+    let strict = parser().with_unknown_fields_rejected(true);
+    assert_eq!(
+        err_with(&strict, "nope:[1 TO 2]").kind,
+        ParseErrorKind::UnknownField
+    );
+    assert_eq!(
+        err_with(&strict, "nope:>1").kind,
+        ParseErrorKind::UnknownField
+    );
+}
+
+#[test]
+fn range_lexer_tokens() {
+    let kinds = |s: &str| lex(s).0.iter().map(|t| t.kind).collect::<Vec<_>>();
+    use Kind::*;
+    assert_eq!(
+        kinds("x:[a TO b]^2 c"),
+        vec![
+            Term, Colon, RangeStart, RangeGoop, RangeTo, RangeGoop, RangeEnd, Carat, Number, Term,
+            Eof
+        ]
+    );
+    assert_eq!(
+        kinds("{\"a b\" TO *}"),
+        vec![RangeStart, RangeQuoted, RangeTo, RangeGoop, RangeEnd, Eof]
+    );
+    // Inside a range, `:`, `(`, `"` and `-` are ordinary bound characters; only ' ', `]`
+    // and `}` end a bound; `TO` is a keyword only on its own.
+    assert_eq!(
+        kinds("[a:b(c\"d TOx TO]"),
+        vec![RangeStart, RangeGoop, RangeGoop, RangeTo, RangeEnd, Eof]
+    );
+    assert_eq!(
+        kinds("[a TO b"),
+        vec![RangeStart, RangeGoop, RangeTo, RangeGoop, Eof]
+    );
+    assert_eq!(kinds("[\t]"), vec![RangeStart, RangeEnd, Eof]);
+    assert_eq!(kinds("[\ta]"), vec![RangeStart, RangeGoop, RangeEnd, Eof]);
+    let images = |s: &str| {
+        lex(s)
+            .0
+            .iter()
+            .map(|t| s[t.start..t.end].to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        images("[\"a\\\"b\" TO \"ab\"x]"),
+        vec!["[", "\"a\\\"b\"", "TO", "\"ab\"x", "]", ""]
+    );
+    assert_eq!(images("[\"a\\\" x"), vec!["[", "\"a\\\"", "x", ""]);
 }
