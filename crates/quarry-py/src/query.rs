@@ -94,6 +94,8 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
             upper,
             include_lower,
             include_upper,
+            format,
+            time_zone,
         } => (
             "range",
             field,
@@ -101,6 +103,7 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
             upper.clone(),
             *include_lower,
             *include_upper,
+            (format.clone(), time_zone.clone()),
         )
             .into_bound_py_any(py)?,
         Query::Boolean {
@@ -192,13 +195,17 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
             }
         }
         "range" => {
-            arity(6)?;
+            arity(7)?;
+            let (format, time_zone): (Option<String>, Option<String>) =
+                ex(get(6, "date options")?, at, "date options")?;
             Query::Range {
                 field: ex(get(1, "field")?, at, "field")?,
                 lower: ex(get(2, "lower")?, at, "lower")?,
                 upper: ex(get(3, "upper")?, at, "upper")?,
                 include_lower: ex(get(4, "include_lower")?, at, "include_lower")?,
                 include_upper: ex(get(5, "include_upper")?, at, "include_upper")?,
+                format,
+                time_zone,
             }
         }
         "bool" => {

@@ -521,8 +521,19 @@ impl Translator<'_> {
         check_keys(
             m,
             &[
-                "gt", "gte", "lt", "lte", "from", "to", "include_lower", "include_upper",
-                "format", "time_zone", "relation", "boost", "_name",
+                "gt",
+                "gte",
+                "lt",
+                "lte",
+                "from",
+                "to",
+                "include_lower",
+                "include_upper",
+                "format",
+                "time_zone",
+                "relation",
+                "boost",
+                "_name",
             ],
             "range",
         )?;

@@ -198,8 +198,12 @@ fn parse_search_after(
             };
             Ok(match (&s.key, v) {
                 (_, Value::Null) => SortValue::Missing,
-                (SortKey::Score, Value::Number(n)) => SortValue::Score(n.as_f64().ok_or_else(bad)? as f32),
-                (SortKey::IndexOrder, Value::Number(n)) => SortValue::Seq(n.as_u64().ok_or_else(bad)?),
+                (SortKey::Score, Value::Number(n)) => {
+                    SortValue::Score(n.as_f64().ok_or_else(bad)? as f32)
+                }
+                (SortKey::IndexOrder, Value::Number(n)) => {
+                    SortValue::Seq(n.as_u64().ok_or_else(bad)?)
+                }
                 (SortKey::Field(f), v) => {
                     let ft = schema.field_by_name(f).map(|e| e.field_type);
                     match (ft, v) {
@@ -213,7 +217,9 @@ fn parse_search_after(
                             SortValue::Str(t.clone())
                         }
                         (Some(FieldType::Boolean), Value::Bool(b)) => SortValue::Bool(*b),
-                        (Some(FieldType::Boolean), Value::Number(n)) if n.as_u64().is_some_and(|x| x < 2) => {
+                        (Some(FieldType::Boolean), Value::Number(n))
+                            if n.as_u64().is_some_and(|x| x < 2) =>
+                        {
                             SortValue::Bool(n.as_u64() == Some(1))
                         }
                         _ => return Err(bad()),
@@ -609,7 +615,13 @@ fn run_sorted(
     let mut hits = Vec::new();
     let max_score = r.max_score.filter(|_| scored);
     for h in r.hits.iter().skip(req.from).take(req.size) {
-        let mut j = hit_json(handle, req, &searcher, h.hit.doc, scored.then_some(h.hit.score))?;
+        let mut j = hit_json(
+            handle,
+            req,
+            &searcher,
+            h.hit.doc,
+            scored.then_some(h.hit.score),
+        )?;
         j["sort"] = Value::Array(h.values.iter().map(sort_value_json).collect());
         hits.push(j);
     }

@@ -327,3 +327,175 @@ fn sorting_by_a_text_field_or_an_unknown_field_is_refused() {
         .to_string();
     assert!(e.contains("search_after"), "{e}");
 }
+
+/// The model's answer to a range on `field`: rows with a value within the bounds.
+fn model_range(
+    rows: &[Row],
+    field: &str,
+    lo: Option<(f64, bool)>,
+    hi: Option<(f64, bool)>,
+) -> Vec<i64> {
+    let ok = |x: f64| {
+        lo.is_none_or(|(l, i)| if i { x >= l } else { x > l })
+            && hi.is_none_or(|(h, i)| if i { x <= h } else { x < h })
+    };
+    let mut ids: Vec<i64> = rows
+        .iter()
+        .filter(|r| match field {
+            "id" => ok(r.id as f64),
+            "price" => r.price.is_some_and(ok),
+            "day" => r.day.is_some_and(|d| ok(d as f64)),
+            "nums" => r.nums.iter().any(|&n| ok(n as f64)),
+            _ => unreachable!(),
+        })
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn range_ids(s: &quarry::Searcher, q: &quarry::query::Query) -> Vec<i64> {
+    let sort = [SortField::asc("id")];
+    let r = s.search_sorted(q, &sort, 100_000, None, false).unwrap();
+    let n = s
+        .search(q, 10, quarry::SearchMode::Count)
+        .unwrap()
+        .total_hits;
+    assert_eq!(n, r.total_hits, "{q}");
+    r.hits
+        .iter()
+        .map(|h| s.stored_fields(h.hit.doc).unwrap()["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// `[lo TO hi]` with the brackets the flags ask for.
+fn bracketed(
+    field: &str,
+    lo: impl std::fmt::Display,
+    hi: impl std::fmt::Display,
+    il: bool,
+    iu: bool,
+) -> String {
+    format!(
+        "{field}:{}{lo} TO {hi}{}",
+        if il { '[' } else { '{' },
+        if iu { ']' } else { '}' }
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10))]
+
+    /// Ranges on integer, float, date and multi-valued fields, through the query syntax, equal
+    /// a scan of the model; so do keyword ranges and one-sided forms.
+    #[test]
+    fn ranges_match_a_model(
+        mut rows in prop::collection::vec(row_strategy(), 1..2500),
+        merge in any::<bool>(),
+        bounds in prop::collection::vec((-120.0f64..120.0, 0.0f64..80.0, any::<bool>(), any::<bool>()), 6),
+    ) {
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.id = i as i64;
+        }
+        let (tmp, live) = build(&rows, merge);
+        let index = Index::open(tmp.path()).unwrap();
+        let s = index.searcher();
+        let day = |d: i64| {
+            jiff::civil::date(2020, 1, 1)
+                .checked_add(jiff::Span::new().days(d))
+                .unwrap()
+                .to_string()
+        };
+        let ms = |d: i64| 1_577_836_800_000i64 + d * 86_400_000;
+        for (lo, width, il, iu) in bounds {
+            let hi = lo + width;
+            // Floats.
+            let q = s.parse_query(&bracketed("price", lo, hi, il, iu), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "price", Some((lo, il)), Some((hi, iu))), "{}", q);
+            // Integers: fractional bounds round inward.
+            let (li, hi_i) = (lo * 10.0, hi * 10.0);
+            let q = s.parse_query(&bracketed("id", li, hi_i, il, iu), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "id", Some((li, il)), Some((hi_i, iu))), "{}", q);
+            // Multi-valued integers, one-sided.
+            let k = (lo / 20.0).round() as i64;
+            let q = s.parse_query(&format!("nums:>={k}"), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "nums", Some((k as f64, true)), None));
+            let q = s.parse_query(&format!("nums:<{k}"), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "nums", None, Some((k as f64, false))));
+            // Dates: whole days (rounded down for `[`, up for `]`; `{` excludes the whole day).
+            let d0 = (lo.abs() as i64) % 40;
+            let d1 = d0 + (width as i64) % 10;
+            let q = s.parse_query(&bracketed("day", day(d0), day(d1), true, true), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "day", Some((ms(d0) as f64, true)), Some(((ms(d1 + 1) - 1) as f64, true))), "{}", q);
+            let q = s.parse_query(&bracketed("day", day(d0), day(d1), false, false), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "day", Some(((ms(d0 + 1) - 1) as f64, false)), Some((ms(d1) as f64, false))), "{}", q);
+            // A date term is that whole day.
+            let q = s.parse_query(&format!("day:{}", day(d0)), &["body"]).unwrap();
+            prop_assert_eq!(range_ids(&s, &q), model_range(&live, "day", Some((ms(d0) as f64, true)), Some((ms(d0 + 1) as f64, false))));
+        }
+        // Keywords compare bytes; a range inside a boolean with text.
+        let q = s.parse_query("carrier:[B6 TO UA} AND body:alpha", &["body"]).unwrap();
+        let mut want: Vec<i64> = live
+            .iter()
+            .filter(|r| r.carrier.as_deref().is_some_and(|c| ("B6"..="UA").contains(&c) && c != "UA") && r.id % 4 == 0)
+            .map(|r| r.id)
+            .collect();
+        want.sort();
+        prop_assert_eq!(range_ids(&s, &q), want);
+        let q = s.parse_query("tags:{x TO *]", &["body"]).unwrap();
+        let mut want: Vec<i64> = live.iter().filter(|r| r.tags.iter().any(|t| t.as_str() > "x")).map(|r| r.id).collect();
+        want.sort();
+        prop_assert_eq!(range_ids(&s, &q), want);
+    }
+}
+
+#[test]
+fn range_scores_are_constant_and_bad_bounds_name_the_field_and_bound() {
+    let rows: Vec<Row> = (0..50)
+        .map(|i| Row {
+            id: i,
+            price: Some(i as f64),
+            day: None,
+            carrier: None,
+            tags: vec![],
+            ok: Some(i % 2 == 0),
+            nums: vec![],
+        })
+        .collect();
+    let (tmp, _) = build(&rows, false);
+    let index = Index::open(tmp.path()).unwrap();
+    let s = index.searcher();
+    let q = s.parse_query("price:[10 TO 20]^2", &["body"]).unwrap();
+    let r = s.search(&q, 100, quarry::SearchMode::TopCount).unwrap();
+    assert!(r.top.iter().all(|h| h.score == 2.0), "{:?}", r.top);
+    let q = s.parse_query("ok:[true TO true]", &["body"]).unwrap();
+    // Ids 0..50 with every seventh (id % 7 == 3) deleted: the even ones left.
+    let want = (0..50).filter(|i| i % 2 == 0 && i % 7 != 3).count() as u64;
+    assert_eq!(
+        s.search(&q, 0, quarry::SearchMode::Count)
+            .unwrap()
+            .total_hits,
+        want
+    );
+    for (text, want) in [
+        ("price:[cheap TO 3]", "cheap"),
+        ("day:[2020-13-45 TO *]", "2020-13-45"),
+        ("ok:[maybe TO *]", "maybe"),
+    ] {
+        let q = s.parse_query(text, &["body"]).unwrap();
+        let e = s.search(&q, 10, quarry::SearchMode::Top).unwrap_err();
+        assert!(e.is_client_error(), "{e}");
+        assert!(e.to_string().contains(want), "{e}");
+    }
+    // Empty and reversed ranges match nothing.
+    for text in ["price:[5 TO 3]", "id:{1 TO 2}", "price:{1 TO 1}"] {
+        let q = s.parse_query(text, &["body"]).unwrap();
+        assert_eq!(
+            s.search(&q, 0, quarry::SearchMode::Count)
+                .unwrap()
+                .total_hits,
+            0,
+            "{text}"
+        );
+    }
+}

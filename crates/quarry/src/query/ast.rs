@@ -52,6 +52,12 @@ pub enum Query {
         include_lower: bool,
         /// Whether a value equal to `upper` matches (`]`) or not (`}`).
         include_upper: bool,
+        /// Date fields: the format the bounds are written in, instead of the field's
+        /// (Elasticsearch's `format` of a `range` query; not part of the Lucene rendering).
+        format: Option<String>,
+        /// Date fields: the time zone of bounds without an offset, and of rounding
+        /// (Elasticsearch's `time_zone`; UTC when `None`).
+        time_zone: Option<String>,
     },
     /// A boolean combination of clauses (Lucene `BooleanQuery`).
     Boolean {
@@ -138,6 +144,8 @@ impl Query {
             upper: upper.map(str::to_string),
             include_lower,
             include_upper,
+            format: None,
+            time_zone: None,
         }
     }
 
@@ -196,6 +204,7 @@ impl Query {
                 upper,
                 include_lower,
                 include_upper,
+                ..
             } => {
                 // Lucene's `TermRangeQuery.toString`: an open end is `*`, a bound that is
                 // exactly `*` is written `\*`; nothing else is escaped.

@@ -274,10 +274,54 @@ impl Weight {
             Query::Boost { query, boost: b } => Weight::build(query, ctx, boost * b)?,
             Query::MatchAll => Weight::All { score: boost },
             Query::MatchNone => Weight::Nothing,
-            Query::Range { field, .. } => {
-                return Err(Error::Query(format!(
-                    "range queries are not supported yet (field {field:?})"
-                )))
+            Query::Range {
+                field,
+                lower,
+                upper,
+                include_lower,
+                include_upper,
+                format,
+                time_zone,
+            } => {
+                let f = ctx.field(field)?;
+                let mut opts = ctx.range_options.clone();
+                let date_opt = |what: &str| {
+                    Error::Query(format!(
+                        "range on field {field:?}: [{what}] applies to date fields only"
+                    ))
+                };
+                let is_date = ctx.schema.field(f).field_type == FieldType::Date;
+                if let Some(spec) = format {
+                    if !is_date {
+                        return Err(date_opt("format"));
+                    }
+                    opts.format = Some(
+                        crate::date::DateFormat::new(spec)
+                            .map_err(|e| Error::Query(format!("range on field {field:?}: {e}")))?,
+                    );
+                }
+                if let Some(tz) = time_zone {
+                    if !is_date {
+                        return Err(date_opt("time_zone"));
+                    }
+                    opts.time_zone = crate::date::time_zone(tz)
+                        .map_err(|e| Error::Query(format!("range on field {field:?}: {e}")))?;
+                }
+                let spec = range::resolve(
+                    ctx.schema,
+                    f,
+                    lower.as_deref().map(|l| (l, *include_lower)),
+                    upper.as_deref().map(|u| (u, *include_upper)),
+                    &opts,
+                )?;
+                match spec {
+                    RangeSpec::Empty => Weight::Nothing,
+                    spec => Weight::Range {
+                        field: f,
+                        spec,
+                        score: boost,
+                    },
+                }
             }
             Query::Boolean {
                 clauses,

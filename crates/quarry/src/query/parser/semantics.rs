@@ -322,6 +322,8 @@ impl<'a> Parser<'a> {
             upper: upper.as_deref().map(|b| self.cfg.analysis.normalize(f, b)),
             include_lower,
             include_upper,
+            format: None,
+            time_zone: None,
         };
         match field {
             Some(f) => Ok(Some(self.field_boosted(make(f), f))),

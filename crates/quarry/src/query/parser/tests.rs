@@ -710,6 +710,8 @@ fn round_trippable_query() -> impl Strategy<Value = Query> {
                 upper,
                 include_lower: il,
                 include_upper: iu,
+                format: None,
+                time_zone: None,
             }),
         Just(Query::MatchAll),
     ];
