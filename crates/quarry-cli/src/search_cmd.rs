@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use quarry::{DirectoryKind, Index, SearchMode, Searcher};
+use quarry::{DirectoryKind, Index, SearchMode, Searcher, SortField, SortKey, SortValue};
 use serde_json::{json, Map, Value};
 
 #[derive(clap::Args, Debug)]
@@ -31,10 +31,51 @@ pub struct SearchArgs {
     /// Read path: mmap (default), pread, direct (O_DIRECT + buffer pool) or adaptive (per file).
     #[arg(long, default_value = "mmap")]
     pub directory: DirectoryKind,
+    /// Sort by a field with a column (integer, float, date, boolean, keyword), `_score` or
+    /// `_doc` instead of relevance: `FIELD`, `FIELD:asc` or `FIELD:desc` (repeatable: later keys
+    /// break ties). Hits then show their sort values; the count is exact.
+    #[arg(long = "sort", value_name = "FIELD[:asc|desc]")]
+    pub sort: Vec<String>,
     /// The query, in Lucene's classic syntax. A query may start with `-` (`'-oil +gas'`); put
     /// `--` before a query that looks like an option of this command (`-- --top`).
     #[arg(allow_hyphen_values = true)]
     pub query: Option<String>,
+}
+
+/// `--sort` values as sort keys.
+pub fn parse_sort(specs: &[String]) -> Result<Vec<SortField>> {
+    specs
+        .iter()
+        .map(|s| {
+            let (name, order) = match s.rsplit_once(':') {
+                Some((n, o @ ("asc" | "desc"))) => (n, Some(o)),
+                _ => (s.as_str(), None),
+            };
+            let key = match name {
+                "_score" => SortKey::Score,
+                "_doc" => SortKey::IndexOrder,
+                f => SortKey::Field(f.to_string()),
+            };
+            let descending = order.map_or(key == SortKey::Score, |o| o == "desc");
+            Ok(SortField {
+                key,
+                descending,
+                missing_first: false,
+            })
+        })
+        .collect()
+}
+
+fn sort_value_json(v: &SortValue) -> Value {
+    match v {
+        SortValue::Int(i) => json!(i),
+        SortValue::Float(x) => json!(x),
+        SortValue::Bool(b) => json!(b),
+        SortValue::Str(s) => json!(s),
+        SortValue::Score(x) => json!(x),
+        SortValue::Seq(x) => json!(x),
+        SortValue::Missing => Value::Null,
+    }
 }
 
 /// Runs one query; returns its JSON result and the time the search took.
@@ -44,9 +85,26 @@ pub fn run_one(
     query: &str,
     k: usize,
     mode: SearchMode,
+    sort: &[SortField],
 ) -> Result<(Value, f64)> {
     let start = Instant::now();
     let q = searcher.parse_query(query, fields)?;
+    if !sort.is_empty() {
+        let res = searcher.search_sorted(&q, sort, k, None, false)?;
+        let micros = start.elapsed().as_secs_f64() * 1e6;
+        let mut top = Vec::with_capacity(res.hits.len());
+        for h in &res.hits {
+            let values: Vec<Value> = h.values.iter().map(sort_value_json).collect();
+            top.push(json!({
+                "sort": values,
+                "doc": Value::Object(searcher.stored_fields(h.hit.doc)?),
+            }));
+        }
+        return Ok((
+            json!({"query": query, "hits": res.total_hits, "hits_exact": true, "top": top}),
+            micros,
+        ));
+    }
     let res = searcher.search(&q, k, mode)?;
     let micros = start.elapsed().as_secs_f64() * 1e6;
     let mut top = Vec::with_capacity(res.top.len());
@@ -75,13 +133,19 @@ fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
     )?;
     for (i, h) in v["top"].as_array().into_iter().flatten().enumerate() {
         let doc = h["doc"].as_object().cloned().unwrap_or_default();
-        writeln!(
-            out,
-            "{:>3}. {:.5}  {}",
-            i + 1,
-            h["score"].as_f64().unwrap_or(0.0),
-            summary(&doc)
-        )?;
+        match h.get("sort").and_then(Value::as_array) {
+            Some(values) => {
+                let vals: Vec<String> = values.iter().map(Value::to_string).collect();
+                writeln!(out, "{:>3}. [{}]  {}", i + 1, vals.join(", "), summary(&doc))?
+            }
+            None => writeln!(
+                out,
+                "{:>3}. {:.5}  {}",
+                i + 1,
+                h["score"].as_f64().unwrap_or(0.0),
+                summary(&doc)
+            )?,
+        }
     }
     Ok(())
 }
@@ -123,11 +187,12 @@ pub fn run(args: &SearchArgs) -> Result<()> {
     let searcher = index.searcher();
     let fields: Vec<&str> = args.default_fields.iter().map(String::as_str).collect();
     check_default_fields(&searcher, &fields)?;
+    let sort = parse_sort(&args.sort)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match (&args.query, &args.queries) {
         (Some(q), None) => {
-            let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode)?;
+            let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode, &sort)?;
             if args.json {
                 writeln!(out, "{v}")?;
             } else {
@@ -152,7 +217,7 @@ pub fn run(args: &SearchArgs) -> Result<()> {
                 }
                 ran += 1;
                 let outcome = batch_query(&line).and_then(|q| {
-                    run_one(&searcher, &fields, &q, args.top, args.mode)
+                    run_one(&searcher, &fields, &q, args.top, args.mode, &sort)
                         .map_err(|e| (Some(q), format!("{e:#}")))
                 });
                 match outcome {

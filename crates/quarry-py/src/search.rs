@@ -4,7 +4,9 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use quarry::query::Query;
-use quarry::{CollectionStats, DocAddress, SearchMode, Searcher};
+use quarry::{
+    CollectionStats, DocAddress, FieldType, SearchMode, Searcher, SortField, SortKey, SortValue,
+};
 use serde_json::{Map, Value};
 
 use crate::query::PyQuery;
@@ -26,12 +28,16 @@ pub struct PyHit {
     fields: Py<PyDict>,
     #[pyo3(get)]
     shard: Option<u32>,
+    /// With ``order_by``: the hit's sort values (pass the last hit's as ``after=`` for the next
+    /// page); else None.
+    #[pyo3(get)]
+    sort: Option<Py<PyList>>,
 }
 
 #[pymethods]
 impl PyHit {
     #[new]
-    #[pyo3(signature = (score, doc, seq, fields = None, shard = None))]
+    #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None))]
     fn new(
         py: Python<'_>,
         score: f32,
@@ -39,6 +45,7 @@ impl PyHit {
         seq: u64,
         fields: Option<Py<PyDict>>,
         shard: Option<u32>,
+        sort: Option<Py<PyList>>,
     ) -> Self {
         Self {
             score,
@@ -46,6 +53,7 @@ impl PyHit {
             seq,
             fields: fields.unwrap_or_else(|| PyDict::new(py).unbind()),
             shard,
+            sort,
         }
     }
 
@@ -64,7 +72,8 @@ impl PyHit {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let h = slf.get();
-        let args = (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard).into_pyobject(py)?;
+        let sort = h.sort.as_ref().map(|s| s.clone_ref(py));
+        let args = (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard, sort).into_pyobject(py)?;
         PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
     }
 }
@@ -206,14 +215,223 @@ impl PySearcher {
 fn unknown_field(q: &Query, schema: &quarry::Schema) -> Option<String> {
     let known = |f: &str| schema.field_id(f).is_some();
     match q {
-        Query::Term { field, .. } | Query::Phrase { field, .. } | Query::Prefix { field, .. } => {
-            (!known(field)).then(|| field.clone())
-        }
+        Query::Term { field, .. }
+        | Query::Phrase { field, .. }
+        | Query::Prefix { field, .. }
+        | Query::Range { field, .. } => (!known(field)).then(|| field.clone()),
         Query::Boolean { clauses, .. } => {
             clauses.iter().find_map(|c| unknown_field(&c.query, schema))
         }
         Query::Boost { query, .. } => unknown_field(query, schema),
         _ => None,
+    }
+}
+
+impl PySearcher {
+    #[allow(clippy::too_many_arguments)]
+    fn search_sorted(
+        &self,
+        py: Python<'_>,
+        searcher: Searcher,
+        q: Query,
+        sort: Vec<SortField>,
+        after: Option<Vec<SortValue>>,
+        limit: usize,
+        fields: Option<Vec<String>>,
+        track_scores: bool,
+    ) -> PyResult<PySearchResult> {
+        let want_fields = fields.as_ref().is_none_or(|f| !f.is_empty());
+        let (res, docs) = detached(py, move || {
+            let res = searcher.search_sorted(&q, &sort, limit, after.as_deref(), track_scores)?;
+            let mut docs = Vec::new();
+            if want_fields {
+                for h in &res.hits {
+                    docs.push(searcher.stored_fields(h.hit.doc)?);
+                }
+            }
+            Ok((res, docs))
+        })?;
+        let hits = res
+            .hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let f = match docs.get(i) {
+                    Some(m) => convert::stored(py, m, fields.as_deref())?,
+                    None => PyDict::new(py),
+                };
+                let values = h
+                    .values
+                    .iter()
+                    .map(|v| sort_value_py(py, v))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Py::new(
+                    py,
+                    PyHit {
+                        score: h.hit.score,
+                        doc: (h.hit.doc.segment, h.hit.doc.doc),
+                        seq: h.hit.seq,
+                        fields: f.unbind(),
+                        shard: None,
+                        sort: Some(PyList::new(py, values)?.unbind()),
+                    },
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PySearchResult {
+            hits: PyList::new(py, hits)?.unbind(),
+            count: res.total_hits,
+            count_exact: true,
+        })
+    }
+}
+
+fn bad_arg(py: Python<'_>, msg: String) -> PyErr {
+    errors::to_py(py, quarry::Error::InvalidArgument(msg))
+}
+
+/// One ``order_by`` key: ``"field"``, ``"-field"``, ``("field", "desc")``, ``{"field": "desc"}``
+/// or ``{"field": {"order": "desc", "missing": "_first"}}``.
+fn parse_order_by(
+    py: Python<'_>,
+    v: &Bound<'_, PyAny>,
+    schema: &quarry::Schema,
+) -> PyResult<Vec<SortField>> {
+    let items: Vec<Bound<'_, PyAny>> = if v.is_instance_of::<PyString>() {
+        vec![v.clone()]
+    } else {
+        v.try_iter()?.collect::<PyResult<_>>()?
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let (name, order, missing): (String, Option<String>, Option<String>) =
+            if let Ok(s) = item.extract::<String>() {
+                match s.strip_prefix('-') {
+                    Some(f) => (f.to_string(), Some("desc".into()), None),
+                    None => (s, None, None),
+                }
+            } else if let Ok((f, o)) = item.extract::<(String, String)>() {
+                (f, Some(o), None)
+            } else if let Ok(d) = item.cast::<PyDict>() {
+                if d.len() != 1 {
+                    return Err(bad_arg(py, format!("order_by entry {d} must have one key")));
+                }
+                let (k, v) = d.iter().next().expect("one entry");
+                let f: String = k.extract()?;
+                if let Ok(o) = v.extract::<String>() {
+                    (f, Some(o), None)
+                } else if let Ok(opts) = v.cast::<PyDict>() {
+                    let mut order = None;
+                    let mut missing = None;
+                    for (ok, ov) in opts.iter() {
+                        match ok.extract::<String>()?.as_str() {
+                            "order" => order = Some(ov.extract()?),
+                            "missing" => missing = Some(ov.extract()?),
+                            other => {
+                                return Err(bad_arg(
+                                    py,
+                                    format!("order_by option {other:?} of {f:?} (supported: order, missing)"),
+                                ))
+                            }
+                        }
+                    }
+                    (f, order, missing)
+                } else {
+                    return Err(bad_arg(py, format!("order_by entry {d} is not understood")));
+                }
+            } else {
+                return Err(bad_arg(
+                    py,
+                    format!("order_by entry {item} must be a str, a (field, order) tuple or a dict"),
+                ));
+            };
+        let key = match name.as_str() {
+            "_score" => SortKey::Score,
+            "_doc" => SortKey::IndexOrder,
+            f => {
+                if schema.field_id(f).is_none() {
+                    return Err(errors::unknown_field(
+                        py,
+                        f,
+                        schema.fields().iter().map(|e| e.name.clone()).collect(),
+                    ));
+                }
+                SortKey::Field(f.to_string())
+            }
+        };
+        let descending = match order.as_deref() {
+            None => key == SortKey::Score,
+            Some("asc") => false,
+            Some("desc") => true,
+            Some(o) => return Err(bad_arg(py, format!("order {o:?} of {name:?} (asc or desc)"))),
+        };
+        let missing_first = match missing.as_deref() {
+            None | Some("_last") => false,
+            Some("_first") => true,
+            Some(m) => return Err(bad_arg(py, format!("missing {m:?} of {name:?} (_first or _last)"))),
+        };
+        out.push(SortField {
+            key,
+            descending,
+            missing_first,
+        });
+    }
+    if out.is_empty() {
+        return Err(bad_arg(py, "order_by is empty".into()));
+    }
+    Ok(out)
+}
+
+/// ``after=``: one value per sort key, as a previous hit's ``sort``.
+fn parse_after(
+    py: Python<'_>,
+    v: &Bound<'_, PyAny>,
+    sort: &[SortField],
+    schema: &quarry::Schema,
+) -> PyResult<Vec<SortValue>> {
+    let items: Vec<Bound<'_, PyAny>> = v.try_iter()?.collect::<PyResult<_>>()?;
+    if items.len() != sort.len() {
+        return Err(bad_arg(
+            py,
+            format!("after= has {} values for {} sort keys", items.len(), sort.len()),
+        ));
+    }
+    sort.iter()
+        .zip(items)
+        .map(|(s, item)| {
+            if item.is_none() {
+                return Ok(SortValue::Missing);
+            }
+            let ft = match &s.key {
+                SortKey::Field(f) => schema.field_by_name(f).map(|e| e.field_type),
+                _ => None,
+            };
+            Ok(match (&s.key, ft) {
+                (SortKey::Score, _) => SortValue::Score(item.extract()?),
+                (SortKey::IndexOrder, _) => SortValue::Seq(item.extract()?),
+                (_, Some(FieldType::Float)) => SortValue::Float(item.extract()?),
+                (_, Some(FieldType::Boolean)) => SortValue::Bool(item.extract()?),
+                (_, Some(FieldType::Keyword)) => SortValue::Str(item.extract()?),
+                (_, Some(FieldType::Date)) if item.is_instance_of::<PyString>() => {
+                    SortValue::Str(item.extract()?)
+                }
+                _ => SortValue::Int(item.extract()?),
+            })
+        })
+        .collect()
+}
+
+/// A sort value in Python: int, float, bool, str, or None for a missing value.
+fn sort_value_py<'py>(py: Python<'py>, v: &SortValue) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    match v {
+        SortValue::Int(i) => i.into_bound_py_any(py),
+        SortValue::Float(x) => x.into_bound_py_any(py),
+        SortValue::Bool(b) => b.into_bound_py_any(py),
+        SortValue::Str(s) => s.into_bound_py_any(py),
+        SortValue::Score(x) => x.into_bound_py_any(py),
+        SortValue::Seq(x) => x.into_bound_py_any(py),
+        SortValue::Missing => Ok(py.None().into_bound(py)),
     }
 }
 
@@ -245,7 +463,14 @@ impl PySearcher {
     /// ``"count"`` (no hits); ``fields``: stored fields to return (None: all; ``[]``: none);
     /// ``stats``: collection statistics to score with instead of this index's own (the merged
     /// :meth:`collection_stats` of all shards of a sharded index).
-    #[pyo3(signature = (query, limit = 10, mode = "top_count", fields = None, default_fields = None, stats = None))]
+    ///
+    /// ``order_by`` sorts by fields instead of relevance: a list of ``"field"`` (ascending),
+    /// ``"-field"`` (descending), ``("field", "desc")`` or ``{"field": "desc"}`` (also
+    /// ``{"field": {"order": "desc", "missing": "_first"}}``); ``"_score"`` and ``"_doc"``
+    /// (index order) are keys too. Hits then carry ``sort`` values; ``after=`` (the last hit's
+    /// ``sort``) returns the next page; scores are NaN unless a key is ``"_score"`` or
+    /// ``track_scores=True``; the count is exact.
+    #[pyo3(signature = (query, limit = 10, mode = "top_count", fields = None, default_fields = None, stats = None, order_by = None, after = None, track_scores = false))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -256,9 +481,27 @@ impl PySearcher {
         fields: Option<Vec<String>>,
         default_fields: Option<Vec<String>>,
         stats: Option<&Bound<'_, PyAny>>,
+        order_by: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        track_scores: bool,
     ) -> PyResult<PySearchResult> {
         let mode = parse_mode(py, mode)?;
         let q = self.resolve(py, query, default_fields)?;
+        if let Some(order_by) = order_by.filter(|o| !o.is_none()) {
+            let sort = parse_order_by(py, order_by, self.inner.schema())?;
+            let after = after
+                .filter(|a| !a.is_none())
+                .map(|a| parse_after(py, a, &sort, self.inner.schema()))
+                .transpose()?;
+            let searcher = self.scoring(py, stats)?;
+            return self.search_sorted(py, searcher, q, sort, after, limit, fields, track_scores);
+        }
+        if after.is_some_and(|a| !a.is_none()) {
+            return Err(errors::to_py(
+                py,
+                quarry::Error::InvalidArgument("after= needs order_by=".into()),
+            ));
+        }
         let searcher = self.scoring(py, stats)?;
         let want_fields = fields.as_ref().is_none_or(|f| !f.is_empty());
         let (res, docs) = detached(py, move || {
@@ -288,6 +531,7 @@ impl PySearcher {
                         seq: h.seq,
                         fields: f.unbind(),
                         shard: None,
+                        sort: None,
                     },
                 )
             })

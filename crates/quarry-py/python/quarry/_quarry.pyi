@@ -74,12 +74,34 @@ class SchemaBuilder:
 
     def __init__(self) -> None: ...
     def add_text_field(
-        self, name: str, stored: bool = True, analyzer: str = "standard"
+        self,
+        name: str,
+        stored: bool = True,
+        analyzer: str = "standard",
+        indexed: bool = True,
+        fast: bool = False,
+        tokenizer_name: str | None = None,
     ) -> SchemaBuilder: ...
-    def add_keyword_field(self, name: str) -> SchemaBuilder: ...
-    def add_integer_field(self, name: str) -> SchemaBuilder: ...
-    def add_boolean_field(self, name: str) -> SchemaBuilder: ...
-    def add_float_field(self, name: str) -> SchemaBuilder: ...
+    def add_keyword_field(
+        self, name: str, stored: bool = True, indexed: bool = True, fast: bool | None = None
+    ) -> SchemaBuilder: ...
+    def add_integer_field(
+        self, name: str, stored: bool = True, indexed: bool = True, fast: bool | None = None
+    ) -> SchemaBuilder: ...
+    def add_boolean_field(
+        self, name: str, stored: bool = True, indexed: bool = True, fast: bool | None = None
+    ) -> SchemaBuilder: ...
+    def add_float_field(
+        self, name: str, stored: bool = True, indexed: bool = True, fast: bool | None = None
+    ) -> SchemaBuilder: ...
+    def add_date_field(
+        self,
+        name: str,
+        stored: bool = True,
+        indexed: bool = True,
+        fast: bool | None = None,
+        format: str | None = None,
+    ) -> SchemaBuilder: ...
     def build(self) -> Schema: ...
 
 class Index:
@@ -140,6 +162,7 @@ class Hit:
     seq: int
     fields: dict[str, Any]
     shard: int | None
+    sort: list[Any] | None
     def __init__(
         self,
         score: float,
@@ -147,6 +170,7 @@ class Hit:
         seq: int,
         fields: dict[str, Any] | None = None,
         shard: int | None = None,
+        sort: list[Any] | None = None,
     ) -> None: ...
 
 class SearchResult:
@@ -170,7 +194,16 @@ class Searcher:
         fields: Sequence[str] | None = None,
         default_fields: Sequence[str] | None = None,
         stats: Stats | None = None,
+        order_by: str | Sequence[str | tuple[str, str] | dict[str, Any]] | None = None,
+        after: Sequence[Any] | None = None,
+        track_scores: bool = False,
     ) -> SearchResult: ...
+    def aggregate(
+        self,
+        query: str | Query,
+        aggs: dict[str, Any],
+        default_fields: Sequence[str] | None = None,
+    ) -> dict[str, Any]: ...
     def count(self, query: str | Query, default_fields: Sequence[str] | None = None) -> int: ...
     def doc(self, address: tuple[int, int]) -> dict[str, Any]: ...
     def docs(
