@@ -136,7 +136,13 @@ fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
         match h.get("sort").and_then(Value::as_array) {
             Some(values) => {
                 let vals: Vec<String> = values.iter().map(Value::to_string).collect();
-                writeln!(out, "{:>3}. [{}]  {}", i + 1, vals.join(", "), summary(&doc))?
+                writeln!(
+                    out,
+                    "{:>3}. [{}]  {}",
+                    i + 1,
+                    vals.join(", "),
+                    summary(&doc)
+                )?
             }
             None => writeln!(
                 out,

@@ -76,6 +76,12 @@ impl PySchema {
                 d.set_item("type", type_name(f.field_type))?;
                 d.set_item("stored", f.stored)?;
                 d.set_item("analyzer", &f.analyzer)?;
+                if f.field_type.columnar() {
+                    d.set_item("doc_values", f.doc_values)?;
+                }
+                if let Some(fmt) = &f.format {
+                    d.set_item("format", fmt)?;
+                }
                 Ok(d)
             })
             .collect::<PyResult<Vec<_>>>()?;

@@ -73,7 +73,8 @@ impl PyHit {
         let py = slf.py();
         let h = slf.get();
         let sort = h.sort.as_ref().map(|s| s.clone_ref(py));
-        let args = (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard, sort).into_pyobject(py)?;
+        let args =
+            (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard, sort).into_pyobject(py)?;
         PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
     }
 }
@@ -304,47 +305,48 @@ fn parse_order_by(
     };
     let mut out = Vec::new();
     for item in items {
-        let (name, order, missing): (String, Option<String>, Option<String>) =
-            if let Ok(s) = item.extract::<String>() {
-                match s.strip_prefix('-') {
-                    Some(f) => (f.to_string(), Some("desc".into()), None),
-                    None => (s, None, None),
-                }
-            } else if let Ok((f, o)) = item.extract::<(String, String)>() {
+        let (name, order, missing): (String, Option<String>, Option<String>) = if let Ok(s) =
+            item.extract::<String>()
+        {
+            match s.strip_prefix('-') {
+                Some(f) => (f.to_string(), Some("desc".into()), None),
+                None => (s, None, None),
+            }
+        } else if let Ok((f, o)) = item.extract::<(String, String)>() {
+            (f, Some(o), None)
+        } else if let Ok(d) = item.cast::<PyDict>() {
+            if d.len() != 1 {
+                return Err(bad_arg(py, format!("order_by entry {d} must have one key")));
+            }
+            let (k, v) = d.iter().next().expect("one entry");
+            let f: String = k.extract()?;
+            if let Ok(o) = v.extract::<String>() {
                 (f, Some(o), None)
-            } else if let Ok(d) = item.cast::<PyDict>() {
-                if d.len() != 1 {
-                    return Err(bad_arg(py, format!("order_by entry {d} must have one key")));
-                }
-                let (k, v) = d.iter().next().expect("one entry");
-                let f: String = k.extract()?;
-                if let Ok(o) = v.extract::<String>() {
-                    (f, Some(o), None)
-                } else if let Ok(opts) = v.cast::<PyDict>() {
-                    let mut order = None;
-                    let mut missing = None;
-                    for (ok, ov) in opts.iter() {
-                        match ok.extract::<String>()?.as_str() {
-                            "order" => order = Some(ov.extract()?),
-                            "missing" => missing = Some(ov.extract()?),
-                            other => {
-                                return Err(bad_arg(
-                                    py,
-                                    format!("order_by option {other:?} of {f:?} (supported: order, missing)"),
-                                ))
-                            }
-                        }
+            } else if let Ok(opts) = v.cast::<PyDict>() {
+                let mut order = None;
+                let mut missing = None;
+                for (ok, ov) in opts.iter() {
+                    match ok.extract::<String>()?.as_str() {
+                        "order" => order = Some(ov.extract()?),
+                        "missing" => missing = Some(ov.extract()?),
+                        other => return Err(bad_arg(
+                            py,
+                            format!(
+                                "order_by option {other:?} of {f:?} (supported: order, missing)"
+                            ),
+                        )),
                     }
-                    (f, order, missing)
-                } else {
-                    return Err(bad_arg(py, format!("order_by entry {d} is not understood")));
                 }
+                (f, order, missing)
             } else {
-                return Err(bad_arg(
-                    py,
-                    format!("order_by entry {item} must be a str, a (field, order) tuple or a dict"),
-                ));
-            };
+                return Err(bad_arg(py, format!("order_by entry {d} is not understood")));
+            }
+        } else {
+            return Err(bad_arg(
+                py,
+                format!("order_by entry {item} must be a str, a (field, order) tuple or a dict"),
+            ));
+        };
         let key = match name.as_str() {
             "_score" => SortKey::Score,
             "_doc" => SortKey::IndexOrder,
@@ -363,12 +365,22 @@ fn parse_order_by(
             None => key == SortKey::Score,
             Some("asc") => false,
             Some("desc") => true,
-            Some(o) => return Err(bad_arg(py, format!("order {o:?} of {name:?} (asc or desc)"))),
+            Some(o) => {
+                return Err(bad_arg(
+                    py,
+                    format!("order {o:?} of {name:?} (asc or desc)"),
+                ))
+            }
         };
         let missing_first = match missing.as_deref() {
             None | Some("_last") => false,
             Some("_first") => true,
-            Some(m) => return Err(bad_arg(py, format!("missing {m:?} of {name:?} (_first or _last)"))),
+            Some(m) => {
+                return Err(bad_arg(
+                    py,
+                    format!("missing {m:?} of {name:?} (_first or _last)"),
+                ))
+            }
         };
         out.push(SortField {
             key,
@@ -393,7 +405,11 @@ fn parse_after(
     if items.len() != sort.len() {
         return Err(bad_arg(
             py,
-            format!("after= has {} values for {} sort keys", items.len(), sort.len()),
+            format!(
+                "after= has {} values for {} sort keys",
+                items.len(),
+                sort.len()
+            ),
         ));
     }
     sort.iter()
