@@ -329,12 +329,14 @@ fn parse_order_by(
                     match ok.extract::<String>()?.as_str() {
                         "order" => order = Some(ov.extract()?),
                         "missing" => missing = Some(ov.extract()?),
-                        other => return Err(bad_arg(
-                            py,
-                            format!(
+                        other => {
+                            return Err(bad_arg(
+                                py,
+                                format!(
                                 "order_by option {other:?} of {f:?} (supported: order, missing)"
                             ),
-                        )),
+                            ))
+                        }
                     }
                 }
                 (f, order, missing)

@@ -289,7 +289,6 @@ fn term_docs(
     let Some(dict) = seg.terms(field)? else {
         return Ok(Vec::new());
     };
-    let mut bits = vec![0u64; (seg.doc_count() as usize).div_ceil(64)];
     let mut range = dict.map().range();
     range = match lower {
         Some((t, true)) => range.ge(t),
@@ -302,24 +301,51 @@ fn term_docs(
         None => range,
     };
     let mut stream = range.into_stream();
+    let mut docs = DocUnion::new(seg);
     while let Some((key, offset)) = stream.next() {
-        if !keep(key) {
-            continue;
+        if keep(key) {
+            docs.add_term(field, offset)?;
         }
+    }
+    Ok(docs.finish())
+}
+
+/// The union of several terms' documents in one segment, as a bitset.
+pub(crate) struct DocUnion<'a> {
+    seg: &'a SegmentReader,
+    bits: Vec<u64>,
+}
+
+impl<'a> DocUnion<'a> {
+    pub(crate) fn new(seg: &'a SegmentReader) -> Self {
+        Self {
+            seg,
+            bits: vec![0u64; (seg.doc_count() as usize).div_ceil(64)],
+        }
+    }
+
+    /// Adds the documents of the term whose entry is at `offset` of `field`'s postings.
+    pub(crate) fn add_term(&mut self, field: u32, offset: u64) -> Result<()> {
+        let seg = self.seg;
         let (info, bytes) = seg.term_info_at(field, offset)?;
         let mut c = seg.postings(field, &info, &bytes, false)?;
         while c.doc() != TERMINATED {
             let d = c.doc() as usize;
-            if let Some(w) = bits.get_mut(d / 64) {
+            if let Some(w) = self.bits.get_mut(d / 64) {
                 *w |= 1 << (d % 64);
             }
             c.next();
         }
-        if let Some(why) = c.corruption() {
-            return Err(scorer_corruption(seg, why));
+        match c.corruption() {
+            Some(why) => Err(scorer_corruption(seg, why)),
+            None => Ok(()),
         }
     }
-    Ok(bits_to_docs(&bits))
+
+    /// The documents, in order.
+    pub(crate) fn finish(self) -> Vec<u32> {
+        bits_to_docs(&self.bits)
+    }
 }
 
 /// The set bits of a bitset, in order.

@@ -10,7 +10,6 @@ use super::count::{self, CountTerm, DenseAnd};
 use super::phrase::{PhraseScorer, PhraseTerms};
 use super::range::{self, RangeSpec};
 use super::scorer::*;
-use super::scorer_corruption;
 use super::stats::CollectionStats;
 use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
@@ -811,34 +810,15 @@ fn prefix_docs(seg: &SegmentReader, field: u32, prefix: &str) -> Result<Vec<u32>
     let Some(dict) = seg.terms(field)? else {
         return Ok(Vec::new());
     };
-    let mut bits = vec![0u64; (seg.doc_count() as usize).div_ceil(64)];
+    let mut docs = range::DocUnion::new(seg);
     let mut stream = dict.map().range().ge(prefix.as_bytes()).into_stream();
     while let Some((key, offset)) = stream.next() {
         if !key.starts_with(prefix.as_bytes()) {
             break;
         }
-        let (info, bytes) = seg.term_info_at(field, offset)?;
-        let mut c = seg.postings(field, &info, &bytes, false)?;
-        while c.doc() != TERMINATED {
-            let d = c.doc() as usize;
-            if let Some(w) = bits.get_mut(d / 64) {
-                *w |= 1 << (d % 64);
-            }
-            c.next();
-        }
-        if let Some(why) = c.corruption() {
-            return Err(scorer_corruption(seg, why));
-        }
+        docs.add_term(field, offset)?;
     }
-    let mut docs = Vec::new();
-    for (i, &w) in bits.iter().enumerate() {
-        let mut w = w;
-        while w != 0 {
-            docs.push(i as u32 * 64 + w.trailing_zeros());
-            w &= w - 1;
-        }
-    }
-    Ok(docs)
+    Ok(docs.finish())
 }
 
 fn scorers(seg: &SegmentReader, ord: usize, ws: &[Weight]) -> Result<Vec<Option<Box<dyn Scorer>>>> {
