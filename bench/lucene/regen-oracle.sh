@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl from repo files only
-# (bundled corpus data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
-# tests/fixtures/reuters-queries-public.jsonl).
-#   bench/lucene/regen-oracle.sh            rewrite the fixture in place
-#   bench/lucene/regen-oracle.sh --check    write to a temp file and cmp against the fixture
+# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl and
+# tests/fixtures/lucene-reuters-structured-oracle.jsonl from repo files only (bundled corpus
+# data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
+# tests/fixtures/reuters-queries-public.jsonl, tests/fixtures/reuters-structured-queries.jsonl).
+#   bench/lucene/regen-oracle.sh            rewrite the fixtures in place
+#   bench/lucene/regen-oracle.sh --check    write to temp files and cmp against the fixtures
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -12,6 +13,7 @@ if ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -qE 'version "(2[1-9]|[3-9][0-9]
   export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
 fi
 fixture="$root/tests/fixtures/lucene-reuters-oracle.jsonl"
+structured="$root/tests/fixtures/lucene-reuters-structured-oracle.jsonl"
 mode="${1:-write}"
 
 mvn -q -f "$here/pom.xml" package >&2
@@ -27,23 +29,39 @@ if [[ "${LUCENE_ORACLE_PLAIN:-0}" == 1 ]]; then
 fi
 
 out="$fixture"
-[[ "$mode" == "--check" ]] && out="$tmpdir/oracle.jsonl"
+out_structured="$structured"
+if [[ "$mode" == "--check" ]]; then
+  out="$tmpdir/oracle.jsonl"
+  out_structured="$tmpdir/structured.jsonl"
+fi
 
-"$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$here/target/lucene-bench.jar" oracle \
+java=("$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$here/target/lucene-bench.jar")
+"${java[@]}" oracle \
   --input "$input" \
   --queries-set "seed-queries=$here/seed-queries.jsonl" \
   --queries-set "reuters-queries-public=$root/tests/fixtures/reuters-queries-public.jsonl" \
   --out "$out"
+"${java[@]}" oracle-structured \
+  --input "$input" \
+  --queries "$root/tests/fixtures/reuters-structured-queries.jsonl" \
+  --out "$out_structured"
 
 if [[ "$mode" == "--check" ]]; then
-  if cmp "$out" "$fixture"; then
-    echo "oracle: identical to $fixture" >&2
-  else
-    diff <(head -c 100000 "$out") <(head -c 100000 "$fixture") | head -20 >&2 || true
-    echo "oracle: DIFFERS from $fixture" >&2
-    exit 1
-  fi
+  status=0
+  check() { # check GOT WANT
+    if cmp "$1" "$2"; then
+      echo "oracle: identical to $2" >&2
+    else
+      diff <(head -c 100000 "$1") <(head -c 100000 "$2") | head -20 >&2 || true
+      echo "oracle: DIFFERS from $2" >&2
+      status=1
+    fi
+  }
+  check "$out" "$fixture"
+  check "$out_structured" "$structured"
+  exit "$status"
 else
-  echo "oracle: wrote $out" >&2
-  (cd "$root" && git diff --stat -- tests/fixtures/lucene-reuters-oracle.jsonl) >&2 || true
+  echo "oracle: wrote $out and $out_structured" >&2
+  (cd "$root" && git diff --stat -- tests/fixtures/lucene-reuters-oracle.jsonl \
+    tests/fixtures/lucene-reuters-structured-oracle.jsonl) >&2 || true
 fi

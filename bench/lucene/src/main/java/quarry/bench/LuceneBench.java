@@ -80,6 +80,7 @@ public final class LuceneBench {
       case "coldstart" -> cmdColdstart(a);
       case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
+      case "oracle-structured" -> LuceneStructured.cmd(a);
       case "ops" -> LuceneOps.cmdOps(a);
       case "probe" -> LuceneProbe.cmdProbe(a);
       default -> {
@@ -105,6 +106,8 @@ public final class LuceneBench {
           merge     --index DIR [--max-segments K]   (forceMerge(K), default 1, then commit)
           oracle    --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [--queries-set NAME=FILE ...]
                     --out FILE [--index DIR]
+          oracle-structured --input DOCS.jsonl[.zst|.gz] --queries Q.jsonl --out FILE [--index DIR]
+                    (ranges and sorts on id, date, topics: see LuceneStructured.java)
           ops       --input DOCS.jsonl[.zst|.gz] --script OPS.jsonl --queries Q.jsonl --index DIR
                     [--modes top10,top10_count,count]   (replay adds/deletes/updates, answer queries)
         """);
