@@ -52,6 +52,32 @@ pub fn build_reuters(dir: &Path, lines: &[String], threads: usize, kind: Directo
     w.commit().unwrap();
 }
 
+/// The bundled `data/reuters-schema.json`: `id` integer, `title` and `body` stored text,
+/// `date` and `topics` keywords (with columns).
+pub fn reuters_full_schema() -> Schema {
+    let text = std::fs::read_to_string(root().join("data/reuters-schema.json")).unwrap();
+    Schema::from_json(&text).unwrap()
+}
+
+/// Indexes every field of the Reuters lines with [`reuters_full_schema`] into `dir`: one
+/// thread, one commit, so one segment in file order.
+pub fn build_reuters_full(dir: &Path, lines: &[String]) {
+    let schema = reuters_full_schema();
+    let opts = WriterOptions {
+        threads: 1,
+        directory: DirectoryKind::Mmap,
+        merge_policy: MergePolicy::None,
+        ..Default::default()
+    };
+    let mut w = IndexWriter::create(dir, schema.clone(), opts).unwrap();
+    for line in lines {
+        let m: serde_json::Map<String, Value> = serde_json::from_str(line).unwrap();
+        w.add_document(Document::from_map(&schema, &m).unwrap())
+            .unwrap();
+    }
+    w.commit().unwrap();
+}
+
 /// Lines of the Lucene oracle: (stats, queries).
 pub fn oracle() -> (Value, Vec<Value>) {
     oracle_file("lucene-reuters-oracle.jsonl")
