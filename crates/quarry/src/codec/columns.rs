@@ -147,7 +147,7 @@ impl ColumnsWriter {
 }
 
 fn append(out: &mut Vec<u8>, bytes: &[u8]) -> Span {
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     let at = out.len() as u64;

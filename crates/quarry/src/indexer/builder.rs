@@ -504,7 +504,11 @@ impl FieldBuilder {
             st.last_pos = 0;
             self.touched.push(id);
         }
-        st.freq += 1;
+        // An exact (non-text) field indexes documents only, as Lucene's `StringField` and
+        // points do: a value given twice in one document still has frequency 1.
+        if positions || st.freq == 0 {
+            st.freq += 1;
+        }
         if positions {
             arena.push_u32(&mut st.positions, self.position - st.last_pos);
             st.last_pos = self.position;

@@ -253,9 +253,13 @@ impl Weight {
         Ok(match q {
             Query::Term { field, term } => {
                 let f = ctx.field(field)?;
-                if ctx.schema.field(f).field_type == FieldType::Date {
-                    // As Elasticsearch: a date term is the range of its text rounded down and
-                    // up (`day:2020-01-01` is that whole day).
+                if matches!(
+                    ctx.schema.field(f).field_type,
+                    FieldType::Date | FieldType::Integer | FieldType::Float
+                ) {
+                    // As Elasticsearch and Lucene's points: a number or date term is the range
+                    // of that one value, scored as a constant (a date text rounded down and up:
+                    // `day:2020-01-01` is that whole day).
                     let b = Some((term.as_str(), true));
                     Weight::build_range(f, b, b, ctx, boost)?
                 } else {
