@@ -561,6 +561,33 @@ impl PySearcher {
         })
     }
 
+    /// Elasticsearch-shaped aggregations (``terms``, ``histogram``, ``date_histogram``,
+    /// ``range``, ``date_range``, ``min``/``max``/``avg``/``sum``/``value_count``/``stats``,
+    /// ``cardinality``, ``percentiles``, ``filter``/``filters``, sub-aggregations) over the
+    /// documents matching ``query``: ``aggs`` is the ``aggs`` object of an Elasticsearch search
+    /// body, the result its ``aggregations`` object. ``filter`` queries are query strings or
+    /// ``{"query_string": ...}``, ``term``, ``terms``, ``match_all`` and ``bool`` of those.
+    #[pyo3(signature = (query, aggs, default_fields = None))]
+    fn aggregate<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        aggs: &Bound<'_, PyAny>,
+        default_fields: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.resolve(py, query, default_fields)?;
+        let text = convert::json_dumps(aggs)?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| {
+            errors::to_py(py, quarry::Error::InvalidArgument(format!("aggs: {e}")))
+        })?;
+        let searcher = self.inner.clone();
+        let out = detached(py, move || {
+            let parsed = searcher.parse_aggregations(&v)?;
+            searcher.aggregate(&q, &parsed)
+        })?;
+        convert::json_loads(py, &out.to_string())
+    }
+
     /// The exact number of documents matching ``query`` (nothing is scored).
     #[pyo3(signature = (query, default_fields = None))]
     fn count(

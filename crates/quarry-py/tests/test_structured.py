@@ -139,3 +139,24 @@ def test_order_by_errors_name_the_problem(flights):
         s.search("*:*", after=[1])
     with pytest.raises(quarry.QuarryError, match="sort keys"):
         s.search("*:*", order_by=["id"], after=[1, 2])
+
+
+def test_aggregate_matches_sqlite(flights):
+    s, db = flights
+    a = s.aggregate("distance:[1000 TO *]", {
+        "carriers": {"terms": {"field": "carrier"}, "aggs": {"avg_delay": {"avg": {"field": "delay"}}}},
+        "tags": {"terms": {"field": "tags", "order": {"_key": "asc"}}},
+        "stats": {"stats": {"field": "distance"}},
+    })
+    want = db.execute("select carrier, count(*), avg(delay) from f where distance >= 1000 "
+                      "group by carrier order by count(*) desc, carrier").fetchall()
+    got = [(b["key"], b["doc_count"], b["avg_delay"]["value"]) for b in a["carriers"]["buckets"]]
+    assert [(k, n) for k, n, _ in got] == [(k, n) for k, n, _ in want]
+    for (_, _, x), (_, _, y) in zip(got, want):
+        assert abs(x - y) <= 1e-9 * max(1.0, abs(y))
+    n, lo, hi, total = db.execute(
+        "select count(*), min(distance), max(distance), sum(distance) from f where distance >= 1000").fetchone()
+    assert (a["stats"]["count"], a["stats"]["min"], a["stats"]["max"], a["stats"]["sum"]) == (n, lo, hi, total)
+    assert [b["key"] for b in a["tags"]["buckets"]] == sorted(b["key"] for b in a["tags"]["buckets"])
+    with pytest.raises(quarry.QueryError, match="note"):
+        s.aggregate("*:*", {"x": {"terms": {"field": "note"}}})

@@ -53,6 +53,8 @@ pub struct SearchRequest {
     pub search_after: Option<Vec<SortValue>>,
     /// `track_scores`: compute scores when sorting by fields.
     pub track_scores: bool,
+    /// `aggs` (or `aggregations`): computed over every match, whatever `size`.
+    pub aggs: Option<quarry::aggregation::Aggregations>,
 }
 
 /// Parses one sort entry: `"field"`, `"_score"`, `{"field": "desc"}` or
@@ -375,6 +377,8 @@ pub fn parse_request(
             "sort",
             "search_after",
             "track_scores",
+            "aggs",
+            "aggregations",
         ]
     };
     if let Some(k) = ["routing", "preference", "search_type"]
@@ -489,7 +493,24 @@ pub fn parse_request(
             Some(parse_search_after(v, &sort, searcher)?)
         }
     };
+    let aggs = match (m.get("aggs"), m.get("aggregations")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::parsing(
+                "use either [aggs] or [aggregations] in the search body, not both",
+            ))
+        }
+        (Some(v), None) | (None, Some(v)) => {
+            let filter = |q: &Value| {
+                dsl::translate(q, searcher).map_err(|e| quarry::Error::Query(e.reason.clone()))
+            };
+            let parsed = quarry::aggregation::Aggregations::from_json(v, searcher.schema(), &filter)
+                .map_err(|e| ApiError::parsing(e.to_string()))?;
+            Some(parsed)
+        }
+        (None, None) => None,
+    };
     Ok(SearchRequest {
+        aggs,
         version,
         seq_no_primary_term,
         sort,
@@ -547,6 +568,7 @@ pub fn run(
     }
     let max_score = result.top.first().map(|h| h.score);
     let mut hits_obj = json!({"max_score": max_score, "hits": hits});
+    let aggregations = aggregations_of(&searcher, req)?;
     if let TrackTotal::UpTo(limit) = req.track_total {
         let (value, relation) = if result.total_hits > limit {
             (limit, "gte")
@@ -557,12 +579,25 @@ pub fn run(
         };
         hits_obj["total"] = json!({"value": value, "relation": relation});
     }
-    Ok(json!({
+    let mut body = json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": result.timed_out,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
         "hits": hits_obj,
-    }))
+    });
+    if let Some(a) = aggregations {
+        body["aggregations"] = a;
+    }
+    Ok(body)
+}
+
+/// The `aggregations` of a request's matches, if it asked for any (over the same searcher as
+/// its hits).
+fn aggregations_of(searcher: &Searcher, req: &SearchRequest) -> Result<Option<Value>, ApiError> {
+    match &req.aggs {
+        None => Ok(None),
+        Some(aggs) => Ok(Some(searcher.aggregate(&req.query, aggs)?)),
+    }
 }
 
 /// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata and
@@ -634,12 +669,16 @@ fn run_sorted(
         };
         hits_obj["total"] = json!({"value": value, "relation": relation});
     }
-    Ok(json!({
+    let mut body = json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": false,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
         "hits": hits_obj,
-    }))
+    });
+    if let Some(a) = aggregations_of(&searcher, req)? {
+        body["aggregations"] = a;
+    }
+    Ok(body)
 }
 
 /// Runs a `_count` request (no time budget: Elasticsearch's `_count` has none).
@@ -694,9 +733,9 @@ mod tests {
         assert_eq!(r.size, 3);
         let body = json!({"query": {"match_all": {}}, "from": 9990, "size": 20});
         assert!(parse_request(&body, &HashMap::new(), &s, false).is_err());
-        let body = json!({"aggs": {}});
+        let body = json!({"aggs": {"x": {"bogus": {}}}});
         let e = parse_request(&body, &HashMap::new(), &s, false).unwrap_err();
-        assert!(e.reason.contains("aggs"));
+        assert!(e.reason.contains("bogus"), "{}", e.reason);
         let body = json!({"timeout": "2x"});
         assert!(parse_request(&body, &HashMap::new(), &s, false).is_err());
         let body = json!({"timeout": "20ms", "track_total_hits": false});

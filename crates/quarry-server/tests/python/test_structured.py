@@ -183,3 +183,41 @@ def test_refusals_name_the_problem(setup):
     assert "2013-13-45" in str(e.value.info)
     with pytest.raises(elasticsearch.BadRequestError):
         es.search(index="flights", sort=["id"], search_after=[1, 2])
+
+
+def test_aggregations_match_sqlite(setup):
+    es, db = setup
+    r = es.search(index="flights", size=0, aggs={
+        "carriers": {"terms": {"field": "carrier", "size": 20},
+                     "aggs": {"dist": {"stats": {"field": "distance"}}}},
+        "by_month": {"date_histogram": {"field": "dep", "calendar_interval": "month"}},
+        "dist_hist": {"histogram": {"field": "distance", "interval": 1000}},
+        "origins": {"cardinality": {"field": "origin"}},
+        "delay_avg": {"avg": {"field": "delay"}},
+        "short": {"range": {"field": "distance", "ranges": [{"to": 500}, {"from": 500, "to": 2000}, {"from": 2000}]}},
+    })
+    assert r["hits"]["hits"] == []
+    a = r["aggregations"]
+    want = db.execute("select carrier, count(*), min(distance), max(distance), sum(distance) from f "
+                      "group by carrier order by count(*) desc, carrier").fetchall()
+    got = [(b["key"], b["doc_count"], b["dist"]["min"], b["dist"]["max"], b["dist"]["sum"])
+           for b in a["carriers"]["buckets"]]
+    assert got == [(c, n, float(lo), float(hi), float(s)) for c, n, lo, hi, s in want]
+    assert a["carriers"]["sum_other_doc_count"] == 0
+    months = db.execute("select strftime('%Y-%m', dep / 1000, 'unixepoch'), count(*) from f "
+                        "group by 1 order by 1").fetchall()
+    assert [(b["key_as_string"][:7], b["doc_count"]) for b in a["by_month"]["buckets"]] == months
+    hist = db.execute("select (distance / 1000) * 1000, count(*) from f group by 1 order by 1").fetchall()
+    assert [(b["key"], b["doc_count"]) for b in a["dist_hist"]["buckets"]] == [(float(k), n) for k, n in hist]
+    assert a["origins"]["value"] == db.execute("select count(distinct origin) from f").fetchone()[0]
+    avg = db.execute("select avg(delay) from f").fetchone()[0]
+    assert abs(a["delay_avg"]["value"] - avg) <= 1e-9 * abs(avg)
+    counts = [db.execute("select count(*) from f where %s" % w).fetchone()[0]
+              for w in ("distance < 500", "distance >= 500 and distance < 2000", "distance >= 2000")]
+    assert [b["doc_count"] for b in a["short"]["buckets"]] == counts
+    # Aggregations over a query's matches only.
+    r = es.search(index="flights", size=0, query={"range": {"distance": {"gte": 3000}}},
+                  aggs={"c": {"terms": {"field": "carrier", "size": 3}}})
+    want = db.execute("select carrier, count(*) from f where distance >= 3000 group by carrier "
+                      "order by count(*) desc, carrier limit 3").fetchall()
+    assert [(b["key"], b["doc_count"]) for b in r["aggregations"]["c"]["buckets"]] == want
