@@ -138,26 +138,14 @@ impl AggState for RangeState {
     }
 }
 
-impl SegCollector for RangeSeg<'_> {
+impl RangeSeg<'_> {
+    /// Counts `doc` in every range one of its `values` (ascending) falls in.
     #[inline]
-    fn collect(&mut self, doc: u32, parent: u32) {
-        let ftype = self.req.field.ftype;
-        self.values.clear();
-        match self.view.as_ref() {
-            Some(v) if !v.rows(doc).is_empty() => {
-                self.values
-                    .extend(v.rows(doc).map(|r| to_f64(ftype, v.value(r))));
-            }
-            _ => match self.req.missing {
-                Some(m) => self.values.push(m),
-                None => return,
-            },
-        }
+    fn place(&mut self, doc: u32, parent: u32, values: &[f64]) {
         let n = self.req.ranges.len();
         for (i, r) in self.req.ranges.iter().enumerate() {
             // Values are in ascending order: the first at or above `from` decides.
-            let hit = self
-                .values
+            let hit = values
                 .iter()
                 .find(|&&x| x >= r.from)
                 .is_some_and(|&x| x < r.to);
@@ -171,6 +159,31 @@ impl SegCollector for RangeSeg<'_> {
                 self.subs.collect(doc, b);
             }
         }
+    }
+}
+
+impl SegCollector for RangeSeg<'_> {
+    #[inline]
+    fn collect(&mut self, doc: u32, parent: u32) {
+        let ftype = self.req.field.ftype;
+        let values = match self.view.as_ref() {
+            Some(v) if v.is_dense() => {
+                let x = to_f64(ftype, v.value(doc as usize));
+                return self.place(doc, parent, &[x]);
+            }
+            Some(v) if !v.rows(doc).is_empty() => {
+                let mut values = std::mem::take(&mut self.values);
+                values.clear();
+                values.extend(v.rows(doc).map(|r| to_f64(ftype, v.value(r))));
+                values
+            }
+            _ => match self.req.missing {
+                Some(m) => return self.place(doc, parent, &[m]),
+                None => return,
+            },
+        };
+        self.place(doc, parent, &values);
+        self.values = values;
     }
 
     fn finish(&mut self) -> Result<()> {

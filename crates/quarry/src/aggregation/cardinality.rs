@@ -10,7 +10,7 @@
 //!   for the threshold's accuracy, `p` in 4..=18), read with Ertl's improved estimator ("New
 //!   cardinality estimation algorithms for HyperLogLog sketches", 2017), which needs no
 //!   empirical bias tables and is unbiased from small to very large counts.
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::hash::{Hash, Hasher};
 
 /// Elasticsearch's default `precision_threshold`.
@@ -48,7 +48,8 @@ pub struct Cardinality {
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
-    Exact(HashSet<u64>),
+    /// The hashes themselves (already mixed: a cheap hasher suffices).
+    Exact(FxHashSet<u64>),
     Sketch(Vec<u8>),
 }
 
@@ -59,7 +60,7 @@ impl Cardinality {
         Cardinality {
             threshold,
             precision: precision_for(threshold),
-            state: State::Exact(HashSet::new()),
+            state: State::Exact(FxHashSet::default()),
         }
     }
 

@@ -35,6 +35,24 @@ pub(crate) const MAX_BUCKETS: usize = 65_536;
 /// Documents handed to top-level collectors at a time.
 const BATCH: usize = 1024;
 
+/// Calls `f(doc, value)` for the documents `docs` of a column with one value per document
+/// ([`ColumnView::is_dense`]), reading the values a block at a time.
+#[inline]
+pub(crate) fn dense_values(view: &ColumnView<'_>, docs: Range<u32>, mut f: impl FnMut(u32, u64)) {
+    let col = view.values();
+    let mut buf = [0u64; quarry_codecs::column::BLOCK];
+    let mut at = docs.start as usize;
+    let end = (docs.end as usize).min(col.len());
+    while at < end {
+        let n = buf.len().min(end - at);
+        col.get_range(at, &mut buf[..n]);
+        for (i, &v) in buf[..n].iter().enumerate() {
+            f((at + i) as u32, v);
+        }
+        at += n;
+    }
+}
+
 /// What a collector sees of its segment.
 #[derive(Clone, Copy)]
 pub(crate) struct SegCtx<'a> {
@@ -81,7 +99,8 @@ pub(crate) trait SegCollector {
             self.collect(d, 0);
         }
     }
-    /// Top level: every document in `docs` matches and is live.
+    /// Top level: every document in `docs` matches and is live (the whole segment when the
+    /// query matches all and nothing is deleted).
     fn collect_range(&mut self, docs: Range<u32>) {
         for d in docs {
             self.collect(d, 0);
@@ -339,14 +358,7 @@ impl Searcher {
             let mut cols = top.segment(ctx)?;
             if match_all {
                 match live {
-                    None => {
-                        let mut start = 0u32;
-                        while start < n {
-                            let end = n.min(start + BATCH as u32);
-                            cols.collect_range(start..end);
-                            start = end;
-                        }
-                    }
+                    None => cols.collect_range(0..n),
                     Some(l) => {
                         for w in 0..n.div_ceil(64) as usize {
                             let mut bits = l.word(w);

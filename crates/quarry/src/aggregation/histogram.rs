@@ -14,7 +14,9 @@ use quarry_codecs::column::sortable_to_i64;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::exec::{AggState, Budget, SegCollector, SegCtx, SubCollectors, Subs, EMPTY};
+use super::exec::{
+    dense_values, AggState, Budget, SegCollector, SegCtx, SubCollectors, Subs, EMPTY,
+};
 use super::format::{java_double, json_f64};
 use super::request::{to_f64, BucketOrder, DateHistogramReq, HistogramReq, Interval};
 use crate::codec::columns::ColumnView;
@@ -343,7 +345,7 @@ impl SegCollector for HistogramSeg<'_> {
             }
             return;
         }
-        let view = self.view.expect("rows come from a view");
+        let view = self.view.as_ref().expect("rows come from a view");
         let mut prev = None;
         for r in rows {
             let k = self.key(to_f64(self.ftype, view.value(r)));
@@ -361,6 +363,26 @@ impl SegCollector for HistogramSeg<'_> {
                 k,
                 local,
             );
+        }
+    }
+
+    fn collect_range(&mut self, docs: std::ops::Range<u32>) {
+        match self.view {
+            Some(v) if v.is_dense() => {
+                let (ftype, offset, interval, kmin) =
+                    (self.ftype, self.offset, self.interval, self.kmin);
+                let (buckets, cache, subs) = (&mut *self.buckets, &mut self.cache, &mut self.subs);
+                dense_values(&v, docs, |d, x| {
+                    let k = ((to_f64(ftype, x) - offset) / interval).floor() as i64;
+                    let local = usize::try_from(k.wrapping_sub(kmin)).ok();
+                    hit(buckets, cache, subs, d, 0, k, local);
+                });
+            }
+            _ => {
+                for d in docs {
+                    self.collect(d, 0);
+                }
+            }
         }
     }
 
@@ -539,13 +561,14 @@ struct DateHistogramSeg<'a> {
     buckets: &'a mut KeyBuckets,
     subs: SubCollectors<'a>,
     error: Option<Error>,
+    vals: Vec<i64>,
 }
 
-impl DateHistogramSeg<'_> {
+impl Locator {
     /// `v`'s key and its segment-local slot.
     #[inline]
-    fn locate(&mut self, v: i64) -> Result<(i64, Option<usize>)> {
-        match &mut self.locator {
+    fn locate(&mut self, rounding: &DateRounding, v: i64) -> Result<(i64, Option<usize>)> {
+        match self {
             Locator::Arith {
                 interval,
                 shift,
@@ -560,7 +583,7 @@ impl DateHistogramSeg<'_> {
             Locator::Table { starts, end, last } => {
                 if v < starts[0] || v >= *end {
                     // Outside the segment's values: the missing value.
-                    return Ok((self.rounding.round(v)?, None));
+                    return Ok((rounding.round(v)?, None));
                 }
                 let l = *last;
                 let upper = |i: usize| starts.get(i + 1).copied().unwrap_or(*end);
@@ -576,17 +599,19 @@ impl DateHistogramSeg<'_> {
             }
             Locator::Direct { lo, hi, key } => {
                 if !(*lo <= v && v < *hi) {
-                    *key = self.rounding.round(v)?;
+                    *key = rounding.round(v)?;
                     *lo = (*key).min(v);
-                    *hi = self.rounding.next(*key)?;
+                    *hi = rounding.next(*key)?;
                 }
                 Ok((*key, None))
             }
         }
     }
+}
 
+impl DateHistogramSeg<'_> {
     fn value(&mut self, doc: u32, parent: u32, v: i64, prev: &mut Option<i64>) {
-        match self.locate(v) {
+        match self.locator.locate(self.rounding, v) {
             Ok((key, local)) => {
                 if *prev != Some(key) {
                     *prev = Some(key);
@@ -681,6 +706,7 @@ impl AggState for DateHistogramState {
             buckets: &mut self.buckets,
             subs: self.subs.segment(ctx)?,
             error: None,
+            vals: Vec::new(),
         }))
     }
 
@@ -783,10 +809,43 @@ impl SegCollector for DateHistogramSeg<'_> {
             }
             return;
         }
-        let view = self.view.expect("rows come from a view");
-        for r in rows {
-            let v = sortable_to_i64(view.value(r));
+        // The values first (the view is borrowed, not copied, per document).
+        let view = self.view.as_ref().expect("rows come from a view");
+        self.vals.clear();
+        self.vals
+            .extend(rows.map(|r| sortable_to_i64(view.value(r))));
+        for i in 0..self.vals.len() {
+            let v = self.vals[i];
             self.value(doc, parent, v, &mut prev);
+        }
+    }
+
+    fn collect_range(&mut self, docs: std::ops::Range<u32>) {
+        match self.view {
+            Some(v) if v.is_dense() => {
+                let Self {
+                    rounding,
+                    locator,
+                    cache,
+                    buckets,
+                    subs,
+                    error,
+                    ..
+                } = self;
+                dense_values(&v, docs, |d, x| {
+                    match locator.locate(rounding, sortable_to_i64(x)) {
+                        Ok((key, local)) => hit(buckets, cache, subs, d, 0, key, local),
+                        Err(e) => {
+                            error.get_or_insert(e);
+                        }
+                    }
+                });
+            }
+            _ => {
+                for d in docs {
+                    self.collect(d, 0);
+                }
+            }
         }
     }
 

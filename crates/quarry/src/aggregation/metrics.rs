@@ -11,7 +11,7 @@ use quarry_codecs::column::{self, Column};
 use serde_json::{Map, Value};
 
 use super::cardinality::{hash_bytes, hash_u64, Cardinality};
-use super::exec::{AggState, Budget, SegCollector, SegCtx};
+use super::exec::{dense_values, AggState, Budget, SegCollector, SegCtx};
 use super::format::{java_double, json_f64};
 use super::request::{to_f64, CardinalityReq, MetricKind, MetricReq, Missing, PercentilesReq};
 use crate::codec::columns::{ColumnKind, ColumnView};
@@ -281,28 +281,33 @@ struct CardinalitySeg<'a> {
     /// Keywords: each ordinal's hash, computed once (`seen` marks the computed ones).
     hashes: Vec<u64>,
     seen: Vec<bool>,
+    /// Keywords at the top level: the ordinals met (a bitset), hashed once at the end.
+    seen0: Vec<u64>,
     counts: &'a mut Vec<Option<Cardinality>>,
 }
 
 impl CardinalitySeg<'_> {
-    #[inline]
-    fn hash(&mut self, v: u64) -> u64 {
-        let Some(view) = &self.view else {
-            return hash_u64(v);
-        };
-        match view.dict() {
-            None => hash_u64(v),
-            Some(dict) => {
-                let i = v as usize;
-                if i >= self.seen.len() {
-                    return hash_bytes(dict.term(v));
-                }
-                if !self.seen[i] {
-                    self.seen[i] = true;
-                    self.hashes[i] = hash_bytes(dict.term(v));
-                }
-                self.hashes[i]
+    fn count0(&mut self) -> &mut Cardinality {
+        let threshold = self.threshold;
+        grow(self.counts, 0, None).get_or_insert_with(|| Cardinality::new(threshold))
+    }
+}
+
+/// The hash of column value `v` (keywords: of the term, computed once per ordinal).
+#[inline]
+fn hash_of(view: &ColumnView<'_>, hashes: &mut [u64], seen: &mut [bool], v: u64) -> u64 {
+    match view.dict() {
+        None => hash_u64(v),
+        Some(dict) => {
+            let i = v as usize;
+            if i >= seen.len() {
+                return hash_bytes(dict.term(v));
             }
+            if !seen[i] {
+                seen[i] = true;
+                hashes[i] = hash_bytes(dict.term(v));
+            }
+            hashes[i]
         }
     }
 }
@@ -320,6 +325,7 @@ impl AggState for CardinalityState {
             }),
             hashes: vec![0; terms],
             seen: vec![false; terms],
+            seen0: vec![0; terms.div_ceil(64)],
             counts: &mut self.counts,
         }))
     }
@@ -349,13 +355,83 @@ impl SegCollector for CardinalitySeg<'_> {
             }
             return;
         }
+        let view = self.view.as_ref().expect("rows come from a view");
+        if bucket == 0 && view.dict().is_some() {
+            for r in rows {
+                let o = view.value(r) as usize;
+                if let Some(w) = self.seen0.get_mut(o / 64) {
+                    *w |= 1 << (o % 64);
+                }
+            }
+            return;
+        }
         for r in rows {
-            let v = self.view.as_ref().expect("a view").value(r);
-            let h = self.hash(v);
+            let h = hash_of(view, &mut self.hashes, &mut self.seen, view.value(r));
             grow(self.counts, bucket, None)
                 .get_or_insert_with(|| Cardinality::new(threshold))
                 .add_hash(h);
         }
+    }
+
+    fn collect_range(&mut self, docs: Range<u32>) {
+        // Without a missing value to add, the distinct values of a run of documents are those
+        // of its run of rows, document boundaries aside.
+        let Some(v) = self
+            .view
+            .filter(|v| !docs.is_empty() && (self.missing.is_none() || v.is_dense()))
+        else {
+            for d in docs {
+                self.collect(d, 0);
+            }
+            return;
+        };
+        let rows = v.rows(docs.start).start..v.rows(docs.end - 1).end;
+        let col = v.values();
+        let mut buf = [0u64; column::BLOCK];
+        let keyword = v.dict().is_some();
+        let mut at = rows.start;
+        let mut prev = None;
+        while at < rows.end {
+            let n = buf.len().min(rows.end - at);
+            col.get_range(at, &mut buf[..n]);
+            if keyword {
+                for &o in &buf[..n] {
+                    if let Some(w) = self.seen0.get_mut(o as usize / 64) {
+                        *w |= 1 << (o % 64);
+                    }
+                }
+            } else {
+                let c = self.count0();
+                for &x in &buf[..n] {
+                    // Runs of one value (sorted or clustered data) are hashed once.
+                    if prev != Some(x) {
+                        prev = Some(x);
+                        c.add_hash(hash_u64(x));
+                    }
+                }
+            }
+            at += n;
+        }
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let Some(dict) = self.view.as_ref().and_then(|v| v.dict().copied()) else {
+            return Ok(());
+        };
+        if self.seen0.iter().all(|&w| w == 0) {
+            return Ok(());
+        }
+        let seen0 = std::mem::take(&mut self.seen0);
+        let c = self.count0();
+        for (i, &w) in seen0.iter().enumerate() {
+            let mut bits = w;
+            while bits != 0 {
+                let o = i as u64 * 64 + u64::from(bits.trailing_zeros());
+                bits &= bits - 1;
+                c.add_hash(hash_bytes(dict.term(o)));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -395,7 +471,7 @@ impl AggState for PercentilesState {
 
     fn prepare(&mut self) -> Result<()> {
         for v in &mut self.values {
-            v.sort_by(f64::total_cmp);
+            v.sort_unstable_by(f64::total_cmp);
         }
         Ok(())
     }
@@ -484,6 +560,22 @@ impl SegCollector for PercentilesSeg<'_> {
         }
         let v = self.view.as_ref().expect("a view");
         out.extend(rows.map(|r| to_f64(self.ftype, v.value(r))));
+    }
+
+    fn collect_range(&mut self, docs: Range<u32>) {
+        match self.view {
+            Some(v) if v.is_dense() => {
+                let ftype = self.ftype;
+                let out = grow(self.values, 0, Vec::new());
+                out.reserve(docs.len());
+                dense_values(&v, docs, |_, x| out.push(to_f64(ftype, x)));
+            }
+            _ => {
+                for d in docs {
+                    self.collect(d, 0);
+                }
+            }
+        }
     }
 }
 

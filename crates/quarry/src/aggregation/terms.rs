@@ -137,6 +137,9 @@ struct TermsSeg<'a> {
     missing_local: Option<u32>,
     /// Whether keys may repeat within a document (numbers; keywords are distinct).
     dedup: bool,
+    /// Top level without sub-aggregations: every row of a run of documents is one count
+    /// (values distinct per document, and no `missing` to add for documents without one).
+    rows_count: bool,
     buckets: &'a mut Buckets,
     subs: SubCollectors<'a>,
     /// Top level without sub-aggregations: counts by local id.
@@ -144,6 +147,8 @@ struct TermsSeg<'a> {
     /// Local id -> bucket under parent 0 (`EMPTY`: not met yet).
     to_bucket0: Vec<u32>,
     to_bucket: FxHashMap<(u32, u32), u32>,
+    /// A document's values.
+    vals: Vec<u64>,
 }
 
 impl AggState for TermsState {
@@ -187,8 +192,19 @@ impl AggState for TermsState {
         }
         let n = locals.len();
         let no_subs = self.subs.is_empty();
+        // At most one value per document: the rows are distinct per document.
+        let single = match self.req.field.id {
+            Some(id) => ctx
+                .seg
+                .column(id)?
+                .is_none_or(|c| u64::from(c.meta.docs) == c.meta.values),
+            None => true,
+        };
+        let keyword = view.as_ref().is_some_and(|v| v.dict().is_some());
+        let dense = view.as_ref().is_some_and(|v| v.is_dense());
         Ok(Box::new(TermsSeg {
-            dedup: view.as_ref().is_some_and(|v| v.dict().is_none()),
+            dedup: !keyword,
+            rows_count: no_subs && (keyword || single) && (self.req.missing.is_none() || dense),
             view,
             missing: &self.req.missing,
             missing_local,
@@ -197,6 +213,7 @@ impl AggState for TermsState {
             local_counts: if no_subs { vec![0; n] } else { Vec::new() },
             to_bucket0: if no_subs { Vec::new() } else { vec![EMPTY; n] },
             to_bucket: FxHashMap::default(),
+            vals: Vec::new(),
             locals,
         }))
     }
@@ -403,10 +420,13 @@ impl SegCollector for TermsSeg<'_> {
             }
             return;
         }
-        let view = self.view.expect("rows come from a view");
+        // The values first (the view is borrowed, not copied, per document).
+        let view = self.view.as_ref().expect("rows come from a view");
+        self.vals.clear();
+        self.vals.extend(rows.map(|r| view.value(r)));
         let mut prev = None;
-        for r in rows {
-            let v = view.value(r);
+        for i in 0..self.vals.len() {
+            let v = self.vals[i];
             if self.dedup {
                 if prev == Some(v) {
                     continue;
@@ -419,33 +439,43 @@ impl SegCollector for TermsSeg<'_> {
     }
 
     fn collect_range(&mut self, docs: std::ops::Range<u32>) {
-        // Top level without sub-aggregations over a column of one value per document:
-        // count the values a block at a time.
-        match (&self.view, &self.locals) {
-            (Some(v), Locals::Ords { .. } | Locals::Dense { .. })
-                if self.subs.is_empty() && v.is_dense() && !docs.is_empty() =>
-            {
-                let min = match self.locals {
-                    Locals::Dense { min, .. } => min,
-                    _ => 0,
-                };
-                let col = v.values();
-                let mut buf = [0u64; quarry_codecs::column::BLOCK];
-                let mut at = docs.start as usize;
-                while at < docs.end as usize {
-                    let n = buf.len().min(docs.end as usize - at);
-                    col.get_range(at, &mut buf[..n]);
+        // Top level without sub-aggregations, each row one count: the rows of the documents
+        // counted a block at a time, by local id.
+        let Some(v) = self.view.filter(|_| self.rows_count && !docs.is_empty()) else {
+            for d in docs {
+                self.collect(d, 0);
+            }
+            return;
+        };
+        let rows = v.rows(docs.start).start..v.rows(docs.end - 1).end;
+        let col = v.values();
+        let mut buf = [0u64; quarry_codecs::column::BLOCK];
+        let mut at = rows.start;
+        while at < rows.end {
+            let n = buf.len().min(rows.end - at);
+            col.get_range(at, &mut buf[..n]);
+            match &mut self.locals {
+                Locals::Ords { .. } => {
                     for &x in &buf[..n] {
-                        self.local_counts[(x - min) as usize] += 1;
+                        self.local_counts[x as usize] += 1;
                     }
-                    at += n;
+                }
+                Locals::Dense { min, .. } => {
+                    for &x in &buf[..n] {
+                        self.local_counts[(x - *min) as usize] += 1;
+                    }
+                }
+                locals @ Locals::Sparse { .. } => {
+                    for &x in &buf[..n] {
+                        let i = locals.local(x) as usize;
+                        if self.local_counts.len() <= i {
+                            self.local_counts.resize(i + 1, 0);
+                        }
+                        self.local_counts[i] += 1;
+                    }
                 }
             }
-            _ => {
-                for d in docs {
-                    self.collect(d, 0);
-                }
-            }
+            at += n;
         }
     }
 
