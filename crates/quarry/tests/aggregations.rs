@@ -1727,3 +1727,159 @@ fn segments_without_columns_are_refused_naming_the_remedy() {
     let got = run(&index, json!({"f": {"filter": {"match_all": {}}}})).unwrap();
     assert_eq!(got["f"]["doc_count"], json!(index.live_doc_count()));
 }
+
+/// A JSON value an aggregation parameter might be given, sensible or not.
+fn param_value() -> impl Strategy<Value = Value> {
+    let scalar = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        prop::sample::select(vec![
+            0i64,
+            1,
+            -1,
+            3,
+            i64::MAX,
+            i64::MIN,
+            86_400_000,
+            1_575_158_400_000
+        ])
+        .prop_map(Value::from),
+        prop::sample::select(vec![
+            "1d",
+            "month",
+            "1M",
+            "+6h",
+            "-1d",
+            "90m",
+            "0s",
+            "Europe/Paris",
+            "+05:30",
+            "abc",
+            "",
+            "2020-01-01",
+            "now-1d/d",
+            "carrier",
+            "price",
+            "when",
+            "nums",
+            "body",
+            "_count",
+            "asc",
+            "desc",
+            "yyyy",
+            "epoch_second",
+            "1e400",
+        ])
+        .prop_map(Value::from),
+    ];
+    prop_oneof![
+        4 => scalar.clone(),
+        1 => prop::collection::vec(scalar.clone(), 0..3).prop_map(Value::from),
+        1 => prop::collection::vec(
+            (prop::sample::select(vec!["from", "to", "key", "min", "max", "_key", "_count", "term", "x"]), scalar),
+            0..3,
+        )
+        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+    ]
+}
+
+fn request_strategy() -> impl Strategy<Value = Value> {
+    // Valid bodies, then a few parameters replaced by anything.
+    let bases = vec![
+        ("terms", json!({"field": "carrier", "size": 3})),
+        ("histogram", json!({"field": "price", "interval": 10})),
+        (
+            "date_histogram",
+            json!({"field": "when", "calendar_interval": "month"}),
+        ),
+        (
+            "date_histogram",
+            json!({"field": "stamp", "fixed_interval": "1d", "time_zone": "Europe/Paris"}),
+        ),
+        (
+            "range",
+            json!({"field": "price", "ranges": [{"to": 10}, {"from": 10}]}),
+        ),
+        (
+            "date_range",
+            json!({"field": "when", "ranges": [{"to": "2019-12-05"}]}),
+        ),
+        ("min", json!({"field": "price"})),
+        ("stats", json!({"field": "when"})),
+        ("value_count", json!({"field": "tags"})),
+        ("cardinality", json!({"field": "carrier"})),
+        ("percentiles", json!({"field": "nums"})),
+        ("filter", json!({"term": {"carrier": "AA"}})),
+        (
+            "filters",
+            json!({"filters": {"a": {"term": {"carrier": "AA"}}}}),
+        ),
+    ];
+    let params = vec![
+        "field",
+        "size",
+        "order",
+        "min_doc_count",
+        "missing",
+        "interval",
+        "offset",
+        "extended_bounds",
+        "keyed",
+        "calendar_interval",
+        "fixed_interval",
+        "time_zone",
+        "format",
+        "ranges",
+        "precision_threshold",
+        "percents",
+        "filters",
+        "other_bucket",
+        "shard_size",
+        "term",
+    ];
+    let fields = vec![
+        "carrier", "tags", "price", "when", "stamp", "nums", "ok", "id", "nope", "body",
+    ];
+    (
+        prop::sample::select(bases.clone()),
+        prop::option::weighted(0.3, prop::sample::select(fields)),
+        prop::collection::vec((prop::sample::select(params), param_value()), 0..3),
+        prop::option::of(prop::sample::select(bases)),
+    )
+        .prop_map(|((typ, mut body), field, params, sub)| {
+            if let (Some(f), Some(o)) = (field, body.as_object_mut()) {
+                if o.contains_key("field") {
+                    o.insert("field".into(), json!(f));
+                }
+            }
+            if let Some(o) = body.as_object_mut() {
+                for (k, v) in params {
+                    o.insert(k.to_string(), v);
+                }
+            }
+            let mut agg = Map::new();
+            agg.insert(typ.to_string(), body);
+            if let Some((t, b)) = sub {
+                agg.insert("aggs".into(), json!({"sub": {t: b}}));
+            }
+            json!({ "a": agg })
+        })
+}
+
+/// Whatever the request, an answer or an `Error::Query`, never a panic.
+#[test]
+fn any_request_is_answered_or_refused() {
+    let (_tmp, index) = small_index();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(400));
+    runner
+        .run(&request_strategy(), |req| {
+            match run(&index, req.clone()) {
+                Ok(v) => prop_assert!(v.get("a").is_some(), "{req}: {v}"),
+                Err(e) => prop_assert!(matches!(e, quarry::Error::Query(_)), "{req}: {e:?}"),
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -436,9 +436,11 @@ impl DateRounding {
     fn inner_round(&self, v: i64) -> Result<i64> {
         match (self.interval, self.fixed) {
             (Interval::Calendar(u), _) => date::round_down(v, u, &self.tz).map_err(date_err),
-            (Interval::Fixed(i), Some(o)) => {
-                Ok((v.saturating_add(o)).div_euclid(i).saturating_mul(i) - o)
-            }
+            (Interval::Fixed(i), Some(o)) => Ok(v
+                .saturating_add(o)
+                .div_euclid(i)
+                .saturating_mul(i)
+                .saturating_sub(o)),
             (Interval::Fixed(i), None) => {
                 // Elasticsearch's rounding of a fixed interval in a zone with transitions: the
                 // local time rounded down, read back in the zone.
@@ -504,12 +506,16 @@ impl DateRounding {
 
     /// The key of `v`'s bucket.
     pub fn round(&self, v: i64) -> Result<i64> {
-        Ok(self.inner_round(v.saturating_sub(self.offset))? + self.offset)
+        Ok(self
+            .inner_round(v.saturating_sub(self.offset))?
+            .saturating_add(self.offset))
     }
 
     /// The key of the bucket after the one of key `key`.
     pub fn next(&self, key: i64) -> Result<i64> {
-        Ok(self.inner_next(key.saturating_sub(self.offset))? + self.offset)
+        Ok(self
+            .inner_next(key.saturating_sub(self.offset))?
+            .saturating_add(self.offset))
     }
 }
 
@@ -741,14 +747,14 @@ impl AggState for DateHistogramState {
             if let Some((lo, hi)) = bounds {
                 match (data.first(), lo, hi) {
                     (None, Some(lo), Some(hi)) => {
-                        let (mut key, max) = (lo + offset, hi + offset);
+                        let (mut key, max) = (lo.saturating_add(offset), hi.saturating_add(offset));
                         while key <= max {
                             fill(&mut list, key)?;
                             key = r.next(key)?;
                         }
                     }
                     (Some(first), Some(lo), _) => {
-                        let mut key = lo + offset;
+                        let mut key = lo.saturating_add(offset);
                         while key < first.0 {
                             fill(&mut list, key)?;
                             key = r.next(key)?;
@@ -770,7 +776,7 @@ impl AggState for DateHistogramState {
                 prev = Some(d.0);
             }
             if let (Some((_, Some(hi))), Some(last)) = (bounds, prev) {
-                let max = hi + offset;
+                let max = hi.saturating_add(offset);
                 if max > last {
                     let mut key = r.next(last)?;
                     while key <= max {

@@ -95,8 +95,9 @@ impl Locals<'_> {
     #[inline]
     fn local(&mut self, v: u64) -> u32 {
         match self {
-            Locals::Ords { .. } => v as u32,
-            Locals::Dense { min, .. } => (v - *min) as u32,
+            // (Values outside the range only come from a damaged file: the extra slot.)
+            Locals::Ords { len, .. } => v.min(u64::from(*len)) as u32,
+            Locals::Dense { min, len } => v.wrapping_sub(*min).min(u64::from(*len)) as u32,
             Locals::Sparse { ids, keys } => *ids.entry(v).or_insert_with(|| {
                 keys.push(v);
                 keys.len() as u32 - 1
@@ -457,12 +458,17 @@ impl SegCollector for TermsSeg<'_> {
             match &mut self.locals {
                 Locals::Ords { .. } => {
                     for &x in &buf[..n] {
-                        self.local_counts[x as usize] += 1;
+                        // (An ordinal past the terms only comes from a damaged file.)
+                        if let Some(c) = self.local_counts.get_mut(x as usize) {
+                            *c += 1;
+                        }
                     }
                 }
                 Locals::Dense { min, .. } => {
                     for &x in &buf[..n] {
-                        self.local_counts[(x - *min) as usize] += 1;
+                        if let Some(c) = self.local_counts.get_mut(x.wrapping_sub(*min) as usize) {
+                            *c += 1;
+                        }
                     }
                 }
                 locals @ Locals::Sparse { .. } => {
