@@ -16,6 +16,25 @@
 //! aggregation and segment, fed `(doc, parent bucket)` in document order, as Elasticsearch's
 //! `LeafBucketCollector`s; the top level hands whole blocks of matching documents (ranges of
 //! them when the query matches everything) so that columns are read a block at a time.
+//!
+//! ```no_run
+//! # fn main() -> quarry::Result<()> {
+//! let index = quarry::Index::open(std::path::Path::new("flights-index"))?;
+//! let searcher = index.searcher();
+//! let aggs = searcher.parse_aggregations(&serde_json::json!({
+//!     "carriers": {
+//!         "terms": {"field": "carrier", "size": 5},
+//!         "aggs": {"delay": {"avg": {"field": "dep_delay"}}}
+//!     },
+//!     "per_month": {"date_histogram": {"field": "date", "calendar_interval": "month"}}
+//! }))?;
+//! let query = searcher.parse_query("origin:JFK", &[])?;
+//! let result = searcher.aggregate(&query, &aggs)?;
+//! for bucket in result["carriers"]["buckets"].as_array().unwrap() {
+//!     println!("{} {} {}", bucket["key"], bucket["doc_count"], bucket["delay"]["value"]);
+//! }
+//! # Ok(()) }
+//! ```
 pub mod cardinality;
 pub mod format;
 
@@ -197,4 +216,15 @@ pub fn filter_query(searcher: &Searcher, v: &Value) -> Result<Query> {
         }
         other => return Err(bad(&format!("unknown query type [{other}]"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync + Clone + std::fmt::Debug>() {}
+        shared::<Aggregations>();
+    }
 }
