@@ -135,7 +135,7 @@ fn a_merge_failure_after_the_commit_is_reported_apart() {
         .collect();
     assert_eq!(
         files.len(),
-        1 + 2 * 6 + 1,
+        1 + 2 * 7 + 1,
         "no partial merge files: {files:?}"
     );
 }

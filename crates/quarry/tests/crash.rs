@@ -175,7 +175,8 @@ fn a_full_disk_gives_a_clear_error_and_keeps_the_last_commit() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 1 + 6 + 1, "{names:?}");
+    // The lock, the commit point and the segment's seven files (format v8).
+    assert_eq!(names.len(), 1 + 7 + 1, "{names:?}");
 }
 
 #[derive(Clone, Debug)]

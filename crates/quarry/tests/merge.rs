@@ -78,12 +78,12 @@ fn merged_index_answers_like_the_unmerged_one() {
     // Files an open reader uses are never deleted; once the readers are gone, the next writer
     // clean-up removes them.
     let files = || std::fs::read_dir(tmp.path()).unwrap().count();
-    assert!(files() > 1 + 6 + 1, "the old reader's files are kept");
+    assert!(files() > 1 + 7 + 1, "the old reader's files are kept");
     drop((before_index, after_index));
     drop(IndexWriter::open(tmp.path(), WriterOptions::default()).unwrap());
     assert_eq!(
         files(),
-        1 + 6 + 1,
-        "only the commit point, one segment's six files and write.lock remain"
+        1 + 7 + 1,
+        "only the commit point, one segment's seven files and write.lock remain"
     );
 }
