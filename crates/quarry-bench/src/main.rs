@@ -58,9 +58,9 @@ enum Cmd {
     /// Codec micro-benchmark: decode speed of each quarry-codecs block codec and width on one core,
     /// next to the machine's streaming memory bandwidth.
     Codecs(codecs::CodecArgs),
-    /// Re-render the Markdown report and charts from a results JSON file.
+    /// Re-render the Markdown report and charts from a run's raw records (`.json.zst` or `.json`).
     Report {
-        /// bench/results/<date>-<workload>.json
+        /// bench/results/<date>-<workload>.json.zst (or an older uncompressed .json)
         json: std::path::PathBuf,
     },
     /// I/O study: read sizes, batched reads, pool pin vs copy; on W2 every quarry directory mode,
