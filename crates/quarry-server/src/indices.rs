@@ -16,6 +16,9 @@ pub struct Indices {
     data: PathBuf,
     map: RwLock<BTreeMap<String, Arc<IndexHandle>>>,
     metrics: Arc<Metrics>,
+    /// Bumped after every create and delete, for requests that wait for the set of indexes to
+    /// change (`_cluster/health` on a missing index, or with `wait_for_status`).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Indices {
@@ -43,7 +46,17 @@ impl Indices {
             data: data.to_path_buf(),
             map: RwLock::new(map),
             metrics,
+            changes: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// A receiver that sees every create and delete from now on (`changed()` resolves).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     /// The index called `name`, or 404.
@@ -111,6 +124,8 @@ impl Indices {
             self.metrics.clone(),
         )?);
         map.insert(name.to_string(), handle.clone());
+        drop(map);
+        self.changed();
         tracing::info!(index = %name, "created");
         Ok(handle)
     }
@@ -124,6 +139,7 @@ impl Indices {
             .remove(name)
             .ok_or_else(|| ApiError::no_index(name))?;
         drop(handle);
+        self.changed();
         std::fs::remove_dir_all(self.data.join(name))
             .map_err(|e| ApiError::internal(format!("deleting index [{name}]: {e}")))?;
         tracing::info!(index = %name, "deleted");

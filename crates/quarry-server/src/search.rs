@@ -349,7 +349,9 @@ impl SourceFilter {
 }
 
 /// Builds a request from the JSON body (may be empty) and the URL parameters (`q`, `df`,
-/// `default_operator`, `from`, `size`, `_source`, `track_total_hits`, `timeout`).
+/// `default_operator`, `from`, `size`, `_source`, `track_total_hits`, `timeout`, `version`,
+/// `seq_no_primary_term`; the handler has refused any other, see
+/// `routes::searching::SEARCH_PARAMS`).
 pub fn parse_request(
     body: &Value,
     params: &HashMap<String, String>,
@@ -381,14 +383,6 @@ pub fn parse_request(
             "aggregations",
         ]
     };
-    if let Some(k) = ["routing", "preference", "search_type"]
-        .into_iter()
-        .find(|k| params.contains_key(*k))
-    {
-        return Err(ApiError::illegal(format!(
-            "request parameter [{k}] is not supported by quarry's _search"
-        )));
-    }
     for k in m.keys() {
         if !allowed.contains(&k.as_str()) {
             return Err(ApiError::parsing(format!(

@@ -272,9 +272,11 @@ async fn health_cat_wait_for_and_refusals() {
     )
     .await;
     assert_eq!((s.as_u16(), b["timed_out"].clone()), (408, json!(true)));
+    // A missing index: red, and 408 once `timeout` has passed (as in Elasticsearch).
+    let (s, b) = call(&state, "GET", "/_cluster/health/nope?timeout=0s", None).await;
     assert_eq!(
-        call(&state, "GET", "/_cluster/health/nope", None).await.0,
-        404
+        (s.as_u16(), b["status"].clone(), b["timed_out"].clone()),
+        (408, json!("red"), json!(true))
     );
 
     // refresh=wait_for: visible when the response comes, and not forced (the scheduler did it).

@@ -295,7 +295,9 @@ pub async fn get_doc(
 pub async fn head_doc(
     State(state): State<AppState>,
     Path((index, id)): Path<(String, String)>,
+    UrlQuery(p): Params,
 ) -> ApiResult {
+    check_params(&p, &format!("/{index}/_doc/{id}"), &[])?;
     head(fetch_doc(&state, &index, id).await?.is_some())
 }
 

@@ -207,3 +207,124 @@ pub async fn read_limited(
         }
     })
 }
+
+/// Drives the whole router in-process, for the handlers' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    use crate::AppState;
+
+    /// Sends one request; the body comes back as JSON, or as a JSON string when it is not JSON.
+    pub async fn call(
+        state: &AppState,
+        method: &str,
+        uri: &str,
+        body: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut req = Request::builder().method(method).uri(uri);
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req
+            .body(Body::from(body.unwrap_or_default().to_string()))
+            .unwrap();
+        let resp = crate::app(state.clone()).oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::call;
+    use crate::{AppState, Config};
+
+    const BOOKS: &str = r#"{"mappings": {"properties": {"title": {"type": "text"}}}}"#;
+
+    /// Every endpoint refuses a URL parameter it does not implement with a 400 naming it
+    /// (`_search` and `_count` included), and still takes the ones it implements.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unknown_url_parameters_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = AppState::open(Config::new(dir.path())).unwrap();
+        assert_eq!(call(&state, "PUT", "/books", Some(BOOKS)).await.0, 200);
+        let doc = r#"{"title": "dune"}"#;
+        assert_eq!(
+            call(&state, "PUT", "/books/_doc/1?refresh=true", Some(doc))
+                .await
+                .0,
+            201
+        );
+        for (method, uri, body) in [
+            ("GET", "/books/_search?filter_path=hits", None),
+            ("POST", "/books/_search?routing=a", Some("{}")),
+            ("POST", "/books/_search?preference=_local", None),
+            (
+                "GET",
+                "/books/_search?search_type=dfs_query_then_fetch",
+                None,
+            ),
+            ("GET", "/books/_search?scroll=1m", None),
+            ("GET", "/books/_count?size=3", None),
+            ("POST", "/books/_count?timeout=1s", Some("{}")),
+            ("GET", "/?flat_settings=true", None),
+            ("GET", "/_metrics?x=1", None),
+            ("GET", "/books?include_defaults=true", None),
+            ("PUT", "/other?wait_for_active_shards=1", Some(BOOKS)),
+            ("DELETE", "/books?timeout=1s", None),
+            ("GET", "/books/_mapping?local=true", None),
+            ("POST", "/books/_refresh?ignore_unavailable=true", None),
+            ("POST", "/_refresh?expand_wildcards=all", None),
+            ("POST", "/books/_flush?force=true", None),
+        ] {
+            let (s, b) = call(&state, method, uri, body).await;
+            let name = uri.split_once('?').unwrap().1.split('=').next().unwrap();
+            assert_eq!(s, 400, "{method} {uri}: {b}");
+            let reason = b["error"]["reason"].as_str().unwrap();
+            assert!(
+                reason.contains(&format!("unrecognized parameter: [{name}]")),
+                "{method} {uri}: {b}"
+            );
+        }
+        // HEAD answers have no body: the status says it.
+        for uri in ["/?x=1", "/books?local=true", "/books/_doc/1?routing=a"] {
+            assert_eq!(call(&state, "HEAD", uri, None).await.0, 400, "{uri}");
+        }
+        // Refused before anything runs: no index was created or deleted.
+        assert_eq!(call(&state, "HEAD", "/other", None).await.0, 404);
+        assert_eq!(call(&state, "HEAD", "/books", None).await.0, 200);
+
+        // What the endpoints implement still passes.
+        for (method, uri, body) in [
+            ("GET", "/books/_search?q=dune&df=title&default_operator=and&from=0&size=5&_source=title&track_total_hits=true&timeout=1s&version=true&seq_no_primary_term=true", None),
+            ("POST", "/books/_search?pretty&human=true&error_trace=false", Some("{}")),
+            ("GET", "/books/_count?q=dune&df=title&default_operator=or", None),
+            ("GET", "/?pretty", None),
+            ("GET", "/books", None),
+            ("GET", "/books/_mapping", None),
+            ("POST", "/books/_refresh", None),
+            ("POST", "/_refresh", None),
+            ("POST", "/books/_flush", None),
+        ] {
+            let (s, b) = call(&state, method, uri, body).await;
+            assert_eq!(s, 200, "{method} {uri}: {b}");
+        }
+        let (_, b) = call(
+            &state,
+            "GET",
+            "/books/_search?q=dune&df=title&version=true",
+            None,
+        )
+        .await;
+        assert_eq!(b["hits"]["hits"][0]["_version"], 1, "{b}");
+    }
+}

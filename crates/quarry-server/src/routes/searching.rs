@@ -7,9 +7,27 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query as UrlQuery, State};
 use axum::http::Method;
 
-use super::{blocking, json_body, not_an_endpoint, ok, ApiResult, Params};
+use super::{blocking, check_params, json_body, not_an_endpoint, ok, ApiResult, Params};
 use crate::search;
 use crate::AppState;
+
+/// The URL parameters `_search` implements (see [`search::parse_request`]); any other is
+/// refused with a 400 naming it, as Elasticsearch does for the parameters it does not know.
+pub const SEARCH_PARAMS: &[&str] = &[
+    "q",
+    "df",
+    "default_operator",
+    "from",
+    "size",
+    "_source",
+    "track_total_hits",
+    "timeout",
+    "version",
+    "seq_no_primary_term",
+];
+
+/// The URL parameters `_count` implements: the query given as `q`.
+pub const COUNT_PARAMS: &[&str] = &["q", "df", "default_operator"];
 
 async fn search_common(
     state: AppState,
@@ -21,7 +39,17 @@ async fn search_common(
 ) -> ApiResult {
     let start = Instant::now();
     let endpoint = if count_only { "_count" } else { "_search" };
-    not_an_endpoint(&method, &index, &format!("/{index}/{endpoint}"))?;
+    let path = format!("/{index}/{endpoint}");
+    not_an_endpoint(&method, &index, &path)?;
+    check_params(
+        &p,
+        &path,
+        if count_only {
+            COUNT_PARAMS
+        } else {
+            SEARCH_PARAMS
+        },
+    )?;
     let h = state.indices.get(&index)?;
     let body = json_body(&body)?;
     let default_timeout = state.config.default_search_timeout;

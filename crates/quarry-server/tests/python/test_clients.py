@@ -230,3 +230,68 @@ def test_versions_conflicts_health_and_refusals(module):
             es.delete(index="books", id="1", if_seq_no=r["_seq_no"], if_primary_term=1)
     finally:
         stop_server(proc)
+
+
+@pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
+def test_health_of_missing_index_and_unknown_parameters(module):
+    """`_cluster/health/{index}` for a missing index waits up to `timeout` for it and then
+    answers 408 with a red health (as Elasticsearch does); an index created during the wait
+    ends it at once. URL parameters an endpoint does not implement get a 400 naming them,
+    `_search` and `_count` included; what the clients send by default passes."""
+    import threading
+    import time
+
+    es_mod = importlib.import_module(module)
+    data = tempfile.mkdtemp(prefix="quarry-health-test-")
+    proc, url = start_server(data)
+    try:
+        es = es_mod.Elasticsearch(url, request_timeout=60)
+        es.indices.create(index="books", mappings={"properties": {"title": {"type": "text"}}})
+        es.index(index="books", id="1", document={"title": "dune"}, refresh=True)
+
+        # The clients raise ApiError on a 408; ignore_status lets the body through.
+        start = time.monotonic()
+        with pytest.raises(es_mod.ApiError) as e:
+            es.cluster.health(index="nope", timeout="0s")
+        assert e.value.meta.status == 408
+        assert e.value.body["status"] == "red" and e.value.body["timed_out"] is True
+        assert time.monotonic() - start < 5
+        start = time.monotonic()
+        r = es.options(ignore_status=408).cluster.health(index=["books", "nope"], timeout="500ms")
+        assert r.meta.status == 408 and time.monotonic() - start >= 0.5
+        assert r["status"] == "red" and r["active_primary_shards"] == 0
+        r = es.cluster.health(index="books", timeout="0s")
+        assert r.meta.status == 200 and r["status"] == "green" and not r["timed_out"]
+
+        creator = threading.Timer(0.5, lambda: es.indices.create(index="late"))
+        creator.start()
+        start = time.monotonic()
+        r = es.cluster.health(index="late", timeout="30s")
+        creator.join()
+        assert r["status"] == "green" and r["active_primary_shards"] == 1
+        assert 0.4 <= time.monotonic() - start < 10
+
+        with pytest.raises(es_mod.BadRequestError) as e:
+            es.cluster.health(index="nope", timeout=-1)
+        assert "[timeout]" in str(e.value.info)
+
+        # The clients' own parameters quarry lacks, refused by name.
+        for call, name in [
+            (lambda: es.search(index="books", routing="a"), "routing"),
+            (lambda: es.search(index="books", preference="_local"), "preference"),
+            (lambda: es.search(index="books", query={"match_all": {}}, filter_path="hits.hits._id"),
+             "filter_path"),
+            (lambda: es.count(index="books", min_score=1.0), "min_score"),
+            (lambda: es.indices.refresh(index="books", ignore_unavailable=True), "ignore_unavailable"),
+            (lambda: es.indices.delete(index="books", timeout="1s"), "timeout"),
+            (lambda: es.indices.get(index="books", include_defaults=True), "include_defaults"),
+        ]:
+            with pytest.raises(es_mod.BadRequestError) as e:
+                call()
+            assert f"unrecognized parameter: [{name}]" in str(e.value.info), e.value.info
+        assert es.indices.exists(index="books")
+        r = es.search(index="books", q="dune", df="title", size=5, version=True)
+        assert r["hits"]["hits"][0]["_version"] == 1
+        assert es.count(index="books", q="title:dune")["count"] == 1
+    finally:
+        stop_server(proc)
