@@ -26,5 +26,6 @@ mkdir -p target
 echo "[analyzer-cases] $N cases, seed $SEED, Lucene's StandardAnalyzer from $JAR" >&2
 "$JAVA" -cp "$JAR" crates/quarry/src/analysis/gen/LuceneCases.java \
   crates/quarry/src/analysis/tables.rs "$N" "$SEED" "$OUT"
-QUARRY_LUCENE_CASES="$OUT" cargo test --locked -p quarry --test analyzer_reuters -- \
+# --workspace (not -p quarry): the features of the test step's build, so nothing is rebuilt.
+QUARRY_LUCENE_CASES="$OUT" cargo test --locked --workspace --test analyzer_reuters -- \
   --ignored --exact lucene_differential_cases --nocapture

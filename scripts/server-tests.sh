@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Drives `quarry serve` with the official Elasticsearch Python clients 9.x and 8.x, pinned to
 # exact versions in crates/quarry-server/tests/python/requirements.txt.
-# Creates a virtual environment under target/ (reused when present), builds the server and runs
-# the pytest suite in crates/quarry-server/tests/python.
+# Creates a virtual environment under target/ (reused when present), builds the server (the
+# `quarry` binary of the test profile, as `cargo test --workspace` builds it) and runs the pytest
+# suite in crates/quarry-server/tests/python.
 # QUARRY_CLIENT_DOCS sets how many Reuters documents are bulk-indexed (default 5000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +16,15 @@ if [ ! -x "$VENV/bin/pytest" ] || ! cmp -s "$REQ" "$VENV/requirements.txt"; then
   cp "$REQ" "$VENV/requirements.txt"
 fi
 echo "[server-tests] clients: $("$VENV/bin/pip" freeze | grep -E '^(elasticsearch8?|pytest)==' | tr '\n' ' ')" >&2
-cargo build --quiet -p quarry-cli
-QUARRY_BIN="$PWD/target/debug/quarry" "$VENV/bin/pytest" -q crates/quarry-server/tests/python "$@"
+# The `quarry` binary that `cargo test --workspace` builds for quarry-cli's integration tests
+# (test profile, the workspace's features): after the suite's test step this rebuilds nothing,
+# where `cargo build -p quarry-cli` compiled the engine, server and CLI again (dev profile, the
+# features of quarry-cli alone). Its path comes from cargo's own report of the artifact.
+QUARRY_BIN=$(cargo test --locked --workspace --no-run --test serve_kill \
+  --message-format=json-render-diagnostics |
+  python3 -c 'import json, sys
+print(next(m["executable"] for m in map(json.loads, sys.stdin)
+           if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "quarry"
+           and m["target"]["kind"] == ["bin"]))')
+echo "[server-tests] server: $QUARRY_BIN" >&2
+QUARRY_BIN="$QUARRY_BIN" "$VENV/bin/pytest" -q crates/quarry-server/tests/python "$@"

@@ -10,14 +10,19 @@
 #      the SIMD kernels forced one by one against their scalar twins, each kernel's test saying
 #      whether this CPU ran it; direct I/O off tmpfs; the CLI's permission error as root too);
 #   3a. long property runs: the pruning and crash property tests again with 3x their cases and a
-#      fixed seed (PROPTEST_RNG_SEED, QUARRY_PROPTEST_SCALE): 72 and 24 more random cases;
+#      fixed seed (PROPTEST_RNG_SEED, QUARRY_PROPTEST_SCALE): 72 and 24 more random cases (run
+#      with --workspace, like 3b, so that they reuse step 3's build: `-p quarry` resolves other
+#      features and compiled the engine and its tests again);
 #   3b. the analyzer against Lucene itself (scripts/lucene-analyzer-cases.sh): 3000 random strings
 #      of a fixed seed tokenized by Lucene's StandardAnalyzer and by quarry's, which must agree;
 #   4. the Python package's tests (scripts/python-tests.sh: a venv under target/pyvenv, the
 #      package built from source with maturin, pytest incl. the Ray sharding exactness test);
 #   4a. the HTTP server driven by the official Elasticsearch Python clients, pinned to exact
-#      versions (scripts/server-tests.sh, its own venv under target/);
-#   4b. a build of the fuzz targets (fuzz/, its own workspace; plain stable cargo, no cargo-fuzz);
+#      versions (scripts/server-tests.sh, its own venv under target/), on the `quarry` binary
+#      step 3 built;
+#   4b. a type-check of the fuzz targets (fuzz/, its own workspace; plain stable `cargo check`,
+#      no cargo-fuzz) in the main target directory, where it reuses step 1's checked
+#      dependencies (fuzz/Cargo.toml has the workspace's dev profile);
 #   5. the benchmark suite's smoke run (W1, --quick, reports under target/bench-quick/) with
 #      `--check-parity --require-lucene`: it builds the Lucene harness with Maven and fails when
 #      Lucene cannot be built or started, when quarry's hit counts or top-10 ids differ from
@@ -49,7 +54,7 @@ step test cargo test --workspace --locked
 
 if [[ "${QUARRY_SKIP_LONG_PROPS:-0}" != "1" ]]; then
   step long-props env PROPTEST_RNG_SEED=20261129 QUARRY_PROPTEST_SCALE=3 \
-    cargo test --locked -p quarry --test pruning_props --test crash -- \
+    cargo test --locked --workspace --test pruning_props --test crash -- \
     random_operations_match_a_model pruned_equals_exhaustive_equals_model \
     long_single_terms_best_blocks_first pruned_conjunctions_and_phrases
 fi
@@ -65,7 +70,7 @@ if [[ "${QUARRY_SKIP_SERVER_CLIENTS:-0}" != "1" ]]; then
 fi
 
 if [[ "${QUARRY_SKIP_FUZZ_BUILD:-0}" != "1" ]]; then
-  step fuzz-build cargo build --locked --manifest-path fuzz/Cargo.toml
+  step fuzz-check cargo check --locked --manifest-path fuzz/Cargo.toml --target-dir target
 fi
 
 if [[ "${QUARRY_SKIP_BENCH_SMOKE:-0}" != "1" ]]; then
