@@ -132,8 +132,10 @@ def test_client_round_trip(server, module):
     with pytest.raises(es_mod.NotFoundError):
         es.search(index="no-such-index", query={"match_all": {}})
     with pytest.raises(es_mod.BadRequestError) as e:
-        es.search(index=index, query={"range": {"id": {"gte": 3}}})
-    assert "range" in str(e.value)
+        es.search(index=index, query={"fuzzy": {"body": "oil"}})
+    assert "fuzzy" in str(e.value)
+    r = es.search(index=index, query={"range": {"id": {"gte": 3, "lt": 10}}}, sort=["id"], size=20)
+    assert [h["_id"] for h in r["hits"]["hits"]] == [str(i) for i in range(3, 10)]
 
     es.indices.delete(index=index)
     assert not es.indices.exists(index=index)
