@@ -577,9 +577,8 @@ impl PySearcher {
     ) -> PyResult<Bound<'py, PyAny>> {
         let q = self.resolve(py, query, default_fields)?;
         let text = convert::json_dumps(aggs)?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            errors::to_py(py, quarry::Error::InvalidArgument(format!("aggs: {e}")))
-        })?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| errors::to_py(py, quarry::Error::InvalidArgument(format!("aggs: {e}"))))?;
         let searcher = self.inner.clone();
         let out = detached(py, move || {
             let parsed = searcher.parse_aggregations(&v)?;

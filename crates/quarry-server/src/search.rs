@@ -497,8 +497,9 @@ pub fn parse_request(
             let filter = |q: &Value| {
                 dsl::translate(q, searcher).map_err(|e| quarry::Error::Query(e.reason.clone()))
             };
-            let parsed = quarry::aggregation::Aggregations::from_json(v, searcher.schema(), &filter)
-                .map_err(|e| ApiError::parsing(e.to_string()))?;
+            let parsed =
+                quarry::aggregation::Aggregations::from_json(v, searcher.schema(), &filter)
+                    .map_err(|e| ApiError::parsing(e.to_string()))?;
             Some(parsed)
         }
         (None, None) => None,
