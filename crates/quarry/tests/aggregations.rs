@@ -1237,7 +1237,7 @@ fn case_aggs(k: &Knobs) -> Vec<(String, A)> {
                 bounds: k
                     .bounds
                     .then_some((BASE - 40 * DAY + 12_345, BASE + 700 * DAY)),
-                order: if k.size % 2 == 0 {
+                order: if k.size.is_multiple_of(2) {
                     Order::KeyAsc
                 } else {
                     k.order
