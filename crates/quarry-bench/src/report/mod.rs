@@ -202,6 +202,10 @@ fn setup_section(md: &mut String, results: &Value) -> Result<()> {
         f(&meta["total_seconds"])
     )?;
     if let Some(engs) = meta["engines"].as_object() {
+        // In ENGINE_ORDER: the map's own order depends on serde_json's `preserve_order`, which
+        // only some builds get (`--features seekstorm-driver`).
+        let mut engs: Vec<_> = engs.iter().collect();
+        engs.sort_by_key(|(e, _)| ENGINE_ORDER.iter().position(|o| o == e).unwrap_or(99));
         for (name, st) in engs {
             let version = arr(results, "index")
                 .iter()
@@ -688,6 +692,11 @@ mod tests {
         );
         assert!(md.contains("| tantivy vs lucene | 2 | 1 |"), "{md}");
         assert!(md.contains("Engine **quarry**: not built"), "{md}");
+        // Engines in ENGINE_ORDER whatever the order of the record's map.
+        assert!(
+            md.find("Engine **quarry**") < md.find("Engine **tantivy**"),
+            "{md}"
+        );
         assert!(
             md.contains("lucene `bad(` (count, shape default): parse"),
             "{md}"
