@@ -350,7 +350,7 @@ impl SourceFilter {
 
 /// Builds a request from the JSON body (may be empty) and the URL parameters (`q`, `df`,
 /// `default_operator`, `from`, `size`, `_source`, `track_total_hits`, `timeout`, `version`,
-/// `seq_no_primary_term`; the handler has refused any other, see
+/// `seq_no_primary_term`, `sort`, `track_scores`; the handler has refused any other, see
 /// `routes::searching::SEARCH_PARAMS`).
 pub fn parse_request(
     body: &Value,

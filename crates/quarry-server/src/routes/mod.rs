@@ -248,7 +248,8 @@ mod tests {
     use super::testing::call;
     use crate::{AppState, Config};
 
-    const BOOKS: &str = r#"{"mappings": {"properties": {"title": {"type": "text"}}}}"#;
+    const BOOKS: &str =
+        r#"{"mappings": {"properties": {"title": {"type": "text"}, "year": {"type": "long"}}}}"#;
 
     /// Every endpoint refuses a URL parameter it does not implement with a 400 naming it
     /// (`_search` and `_count` included), and still takes the ones it implements.
@@ -257,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = AppState::open(Config::new(dir.path())).unwrap();
         assert_eq!(call(&state, "PUT", "/books", Some(BOOKS)).await.0, 200);
-        let doc = r#"{"title": "dune"}"#;
+        let doc = r#"{"title": "dune", "year": 1965}"#;
         assert_eq!(
             call(&state, "PUT", "/books/_doc/1?refresh=true", Some(doc))
                 .await
@@ -326,5 +327,14 @@ mod tests {
         )
         .await;
         assert_eq!(b["hits"]["hits"][0]["_version"], 1, "{b}");
+        // `sort` as the clients send it in the URL (`field:order`, their form with a colon).
+        let uri = "/books/_search?sort=year:desc&track_scores=true";
+        let (s, b) = call(&state, "GET", uri, None).await;
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(
+            b["hits"]["hits"][0]["sort"],
+            serde_json::json!([1965]),
+            "{b}"
+        );
     }
 }

@@ -24,6 +24,8 @@ pub const SEARCH_PARAMS: &[&str] = &[
     "timeout",
     "version",
     "seq_no_primary_term",
+    "sort",
+    "track_scores",
 ];
 
 /// The URL parameters `_count` implements: the query given as `q`.

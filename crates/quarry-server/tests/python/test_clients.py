@@ -248,8 +248,9 @@ def test_health_of_missing_index_and_unknown_parameters(module):
     proc, url = start_server(data)
     try:
         es = es_mod.Elasticsearch(url, request_timeout=60)
-        es.indices.create(index="books", mappings={"properties": {"title": {"type": "text"}}})
-        es.index(index="books", id="1", document={"title": "dune"}, refresh=True)
+        es.indices.create(index="books", mappings={"properties": {"title": {"type": "text"},
+                                                                  "year": {"type": "long"}}})
+        es.index(index="books", id="1", document={"title": "dune", "year": 1965}, refresh=True)
 
         # The clients raise ApiError on a 408; ignore_status lets the body through.
         start = time.monotonic()
@@ -295,5 +296,8 @@ def test_health_of_missing_index_and_unknown_parameters(module):
         r = es.search(index="books", q="dune", df="title", size=5, version=True)
         assert r["hits"]["hits"][0]["_version"] == 1
         assert es.count(index="books", q="title:dune")["count"] == 1
+        # A sort with a colon goes in the URL (the clients cannot put it in the body).
+        r = es.search(index="books", sort="year:desc", track_scores=True)
+        assert r["hits"]["hits"][0]["sort"] == [1965]
     finally:
         stop_server(proc)
