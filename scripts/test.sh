@@ -35,6 +35,9 @@
 # sets none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# No incremental caches (6 GB of target/debug in a clean run, the CI disk's margin): each step
+# builds its crates once. Set CARGO_INCREMENTAL=1 to keep them for repeated local runs.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 step() {
   local name=$1
