@@ -14,6 +14,10 @@
 //! - the postings tail (the last block of a list, fewer than 128 documents): per document one
 //!   u64 varint `delta << 1 | (freq == 1)` and, when freq > 1, a u32 varint, decoded with
 //!   `varint::read_u64` / `read_u32` the way the postings reader does;
+//! - per-document columns (`quarry_codecs::column`, what range filters, sorts and aggregations
+//!   read) in each of their encodings (`bitpacked`, `table`, `blocks`, `linear`; 64 Ki rows),
+//!   read row by row (`Column::get`, a sort's access) and a block of 1,024 rows at a time
+//!   (`Column::get_range`, an aggregation's and a range filter's);
 //! - the streaming read bandwidth of main memory (a buffer four times the last-level cache, summed
 //!   as u64 words), and from it each width's memory-bound decode rate: bandwidth / (width / 8)
 //!   integers per second, the most a decoder could deliver if its input came from RAM.
@@ -46,13 +50,14 @@ pub struct CodecArgs {
 /// One decode figure.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DecodeFigure {
-    /// `bitpacked`, `bitpacked_sorted`, `dense`, `varint_u32` or `tail`.
+    /// `bitpacked`, `bitpacked_sorted`, `dense`, `varint_u32`, `tail`, or `column_<encoding>`.
     pub codec: String,
     /// Bits per value (bit-packed), 64-bit words per block (dense), bytes per value (varint), or
     /// 0 (tail).
     pub width: u32,
-    /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`); empty for
-    /// the varint codecs (and in reports written before kernels were measured).
+    /// The unpack kernel of bit-packed figures (`scalar`, `sse`, `avx2`), the access of column
+    /// figures (`get`, `get_range`); empty for the varint codecs (and in reports written before
+    /// kernels were measured).
     #[serde(default)]
     pub kernel: String,
     /// Integers decoded per second on one core.
@@ -393,6 +398,35 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
         rate,
         bytes.len() as f64 / (2 * postings) as f64,
     );
+    for (name, values) in column_inputs(&mut rng) {
+        let bytes = quarry_codecs::column::encode(&values);
+        let col = quarry_codecs::column::Column::open(&bytes).expect("a column just encoded");
+        assert_eq!(col.encoding().name(), name, "the input meant for {name}");
+        let codec = format!("column_{name}");
+        let per_int = bytes.len() as f64 / values.len() as f64;
+        let width = (per_int * 8.0).round() as u32;
+        let rate = best_rate(min, || {
+            let mut sum = 0u64;
+            for r in 0..col.len() {
+                sum = sum.wrapping_add(col.get(r));
+            }
+            black_box(sum);
+            col.len() as u64
+        });
+        push(&codec, "get", width, rate, per_int);
+        let rate = best_rate(min, || {
+            let mut buf = [0u64; quarry_codecs::column::BLOCK];
+            let mut sum = 0u64;
+            for start in (0..col.len()).step_by(buf.len()) {
+                let n = buf.len().min(col.len() - start);
+                col.get_range(start, &mut buf[..n]);
+                sum = buf[..n].iter().fold(sum, |s, &v| s.wrapping_add(v));
+            }
+            black_box(sum);
+            col.len() as u64
+        });
+        push(&codec, "get_range", width, rate, per_int);
+    }
     CodecReport {
         memory_read_bytes_per_sec: bandwidth,
         memory_buffer_bytes: buffer as u64,
@@ -404,6 +438,37 @@ pub fn measure(args: &CodecArgs) -> CodecReport {
                 integers = doc id + frequency per posting"
             .into(),
     }
+}
+
+/// Column inputs of 64 Ki rows that the writer encodes as named: random 10-bit values
+/// (`bitpacked`), 16 distinct values (`table`), a level per block with noise (`blocks`), ids in
+/// insertion order with gaps (`linear`).
+fn column_inputs(rng: &mut Rng) -> Vec<(&'static str, Vec<u64>)> {
+    const ROWS: u64 = 1 << 16;
+    let packed = (0..ROWS).map(|_| 5_000 + rng.upto(1023)).collect();
+    // Cubes: no common step, so only a table packs them in 4 bits.
+    let table = (0..ROWS)
+        .map(|_| {
+            let k = rng.upto(15);
+            k * k * k * 1_000_003 + k
+        })
+        .collect();
+    let blocks = (0..ROWS)
+        .map(|i| (i / 1024) * 1_000_000_000 + rng.upto(999))
+        .collect();
+    let mut id = 0;
+    let linear = (0..ROWS)
+        .map(|_| {
+            id += 1 + rng.upto(2);
+            id
+        })
+        .collect();
+    vec![
+        ("bitpacked", packed),
+        ("table", table),
+        ("blocks", blocks),
+        ("linear", linear),
+    ]
 }
 
 fn rate(v: f64) -> String {
@@ -436,6 +501,7 @@ pub fn markdown(r: &CodecReport) -> String {
             "varint_u32" => format!("{} B", f.width),
             "dense" => format!("{} words", f.width),
             "tail" => "–".into(),
+            c if c.starts_with("column_") => format!("≈{} bits", f.width),
             _ => format!("{} bits", f.width),
         };
         let ratio = match f.memory_bound_ints_per_sec {
@@ -523,6 +589,9 @@ mod tests {
         }
         assert_eq!(count("varint_u32"), 5);
         assert_eq!(count("tail"), 1);
+        for enc in ["bitpacked", "table", "blocks", "linear"] {
+            assert_eq!(count(&format!("column_{enc}")), 2, "{enc}");
+        }
         assert!(r.figures.iter().all(|f| f.ints_per_sec > 0.0));
         let back: CodecReport =
             serde_json::from_value(serde_json::to_value(&r).unwrap()).expect("JSON round trip");

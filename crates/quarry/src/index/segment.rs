@@ -931,11 +931,19 @@ impl SegmentReader {
             )),
             None => None,
         };
+        let points = match &cm.points {
+            Some(p) => Some((
+                piece(p.values_at, "point values")?,
+                piece(p.docs_at, "point documents")?,
+            )),
+            None => None,
+        };
         let cb = ColumnBytes {
             meta: cm.clone(),
             values,
             starts,
             dict,
+            points,
         };
         // Layouts checked once, here: later views cannot fail on these bytes.
         cb.view(file.name(), self.meta.doc_count)?;

@@ -213,6 +213,19 @@ fn int_bound(x: f64, inclusive: bool, lower: bool) -> Option<i64> {
     Some(v as i64)
 }
 
+/// The number of documents of `seg` (deletions not counted) whose `field` has a value in the
+/// range, when the column's points give it by two binary searches (a numeric field where no
+/// document has two values); None when only reading the documents tells.
+pub fn range_count(seg: &SegmentReader, field: u32, spec: &RangeSpec) -> Result<Option<u64>> {
+    Ok(match spec {
+        RangeSpec::Empty => Some(0),
+        RangeSpec::Values { lo, hi } => seg
+            .column_view(field)?
+            .and_then(|v| v.count_in_range(*lo, *hi)),
+        RangeSpec::Terms { .. } => None,
+    })
+}
+
 /// The documents of `seg` whose `field` has a value in the range, in order.
 pub fn range_docs(seg: &SegmentReader, field: u32, spec: &RangeSpec) -> Result<Vec<u32>> {
     let n = seg.doc_count();

@@ -492,6 +492,7 @@ impl Weight {
             Weight::Phrase { .. } => self
                 .count_term(ord)
                 .map(|t| t.map_or(0, |t| u64::from(t.info.doc_freq))),
+            Weight::Range { field, spec, .. } => range::range_count(seg, *field, spec)?,
             Weight::Bool {
                 must,
                 filter,
