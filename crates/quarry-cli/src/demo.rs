@@ -74,6 +74,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         read_threads: None,
         dry_run: false,
         quiet: true,
+        index_sort: Vec::new(),
     })?;
     println!(
         "indexed {} docs into {} segment(s), {:.1} MB, in {:.2} s ({:.0} docs/s, documents read and parsed inside the timing)\n",

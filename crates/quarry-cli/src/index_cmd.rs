@@ -46,6 +46,13 @@ pub struct IndexArgs {
     /// Replace an existing index (the old one stays readable until the new commit).
     #[arg(long)]
     pub overwrite: bool,
+    /// Keep every segment's documents in this order (an index sort, fixed when the index is
+    /// created): `field`, `field:asc` or `field:desc`, repeatable or comma-separated; fields
+    /// with a column only (integer, float, date, boolean, keyword). A sorted search whose
+    /// leading keys are these stops reading a segment early. Documents without a value go last.
+    /// With --append the index's own sort is kept (a different one is refused).
+    #[arg(long = "index-sort", value_name = "FIELD[:asc|desc]")]
+    pub index_sort: Vec<String>,
     /// Merge down to at most this many segments after indexing.
     #[arg(long)]
     pub force_merge: Option<usize>,
@@ -237,7 +244,16 @@ fn open_writer(args: &IndexArgs, schema: &Option<Schema>) -> Result<Option<Index
         ram_budget_bytes: args.ram_mb.max(16) << 20,
         merge_policy: MergePolicy::default(),
         directory: args.directory,
+        index_sort: if args.index_sort.is_empty() {
+            None
+        } else {
+            Some(quarry::IndexSort::parse(&args.index_sort)?)
+        },
     };
+    if let (Some(sort), Some(schema)) = (&opts.index_sort, schema) {
+        // Refused before any input is read (a dry run too).
+        sort.validate(schema)?;
+    }
     if args.dry_run {
         return Ok(None);
     }

@@ -212,6 +212,9 @@ fn run(cli: Cli) -> Result<()> {
                     r.docs - r.live_docs,
                     r.segments.len()
                 )?;
+                if let Some(s) = &r.index_sort {
+                    writeln!(out, "index sort: {s}")?;
+                }
                 for s in &r.segments {
                     let terms: Vec<String> =
                         s.terms.iter().map(|(f, n)| format!("{f}={n}")).collect();
@@ -225,6 +228,9 @@ fn run(cli: Cli) -> Result<()> {
                         terms.join(" "),
                         bytes as f64 / 1e6
                     )?;
+                    if let Some(sort) = &s.index_sort {
+                        writeln!(out, "    sorted by [{sort}]")?;
+                    }
                     if !s.columns.is_empty() {
                         let cols: Vec<String> =
                             s.columns.iter().map(|(f, d)| format!("{f}: {d}")).collect();
@@ -251,11 +257,15 @@ fn run(cli: Cli) -> Result<()> {
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "ok: {} ({} deleted) in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields, columns, deletions)",
+                "ok: {} ({} deleted) in {} segment(s), {} files verified (checksums, postings, positions, norms, stored fields, columns, deletions{})",
                 plural(r.docs, "doc"),
                 r.docs - r.live_docs,
                 r.segments.len(),
-                r.files_verified
+                r.files_verified,
+                match &r.index_sort {
+                    Some(s) => format!(", order of index sort [{s}]"),
+                    None => String::new(),
+                }
             )?;
             out.flush()?;
         }

@@ -44,6 +44,11 @@ pub enum Error {
     Query(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An index sort ([`crate::index_sort::IndexSort`]) that cannot be used: a field the schema
+    /// lacks or one without a column, a field named twice, no field at all, or a sort that
+    /// differs from the one the index was created with.
+    #[error("index sort on {field:?}: {reason}")]
+    IndexSort { field: String, reason: String },
     /// An earlier write of this writer failed (the message says which and why); the writer
     /// refuses further changes and must be reopened. The last commit is intact.
     #[error("{0}")]
@@ -75,6 +80,7 @@ impl Error {
                 | Error::Json { .. }
                 | Error::Query(_)
                 | Error::InvalidArgument(_)
+                | Error::IndexSort { .. }
         )
     }
 

@@ -23,6 +23,7 @@ fn opts(policy: MergePolicy) -> WriterOptions {
         ram_budget_bytes: 1 << 20,
         merge_policy: policy,
         directory: DirectoryKind::Mmap,
+        index_sort: None,
     }
 }
 

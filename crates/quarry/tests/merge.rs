@@ -43,6 +43,7 @@ fn merged_index_answers_like_the_unmerged_one() {
         ram_budget_bytes: 1 << 20,
         merge_policy: MergePolicy::Log { factor: 3 },
         directory: DirectoryKind::Mmap,
+        index_sort: None,
     };
     let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
     for line in &lines {

@@ -15,6 +15,7 @@ fn build(dir: &std::path::Path, schema: &Schema, lines: &[String]) -> IndexWrite
         ram_budget_bytes: 1 << 20,
         merge_policy: MergePolicy::None,
         directory: DirectoryKind::Mmap,
+        index_sort: None,
     };
     let mut w = IndexWriter::create(dir, schema.clone(), opts).unwrap();
     for line in lines {

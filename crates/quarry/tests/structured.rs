@@ -102,6 +102,7 @@ fn build(rows: &[Row], merge: bool) -> (tempfile::TempDir, Vec<Row>) {
         ram_budget_bytes: 64 << 20,
         merge_policy: MergePolicy::None,
         directory: DirectoryKind::Mmap,
+        index_sort: None,
     };
     let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
     let third = rows.len().div_ceil(3).max(1);

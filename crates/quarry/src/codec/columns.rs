@@ -116,12 +116,11 @@ impl ColumnsWriter {
         self.kinds.get(field as usize).is_some_and(|k| k.is_some())
     }
 
-    /// Adds a value (already mapped to its sortable `u64`) of `doc`; documents in increasing
-    /// order.
+    /// Adds a value (already mapped to its sortable `u64`) of `doc`; documents in any order
+    /// (increasing is cheapest: [`write`](Self::write) then need not reorder them).
     #[inline]
     pub fn add(&mut self, field: u32, doc: u32, value: u64) {
         let f = &mut self.fields[field as usize];
-        debug_assert!(f.docs.last().is_none_or(|&d| d <= doc));
         f.docs.push(doc);
         f.values.push(value);
     }
@@ -180,6 +179,15 @@ fn write_field(
     doc_count: u32,
     out: &mut Vec<u8>,
 ) -> ColumnMeta {
+    // Values may come in any document order (an index-sorted merge adds them through a
+    // permutation): put them in document order first; a document's own values are sorted
+    // below, so the bytes do not depend on the order they came in.
+    if f.docs.windows(2).any(|w| w[0] > w[1]) {
+        let mut order: Vec<usize> = (0..f.docs.len()).collect();
+        order.sort_by_key(|&i| f.docs[i]);
+        f.docs = order.iter().map(|&i| f.docs[i]).collect();
+        f.values = order.iter().map(|&i| f.values[i]).collect();
+    }
     let dict = (kind == ColumnKind::Ord).then(|| {
         // Provisional ids to ordinals of the sorted terms.
         let mut order: Vec<u32> = (0..f.terms.len() as u32).collect();

@@ -58,6 +58,10 @@ pub struct SegmentMeta {
     /// for a field without a column).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<Option<super::columns::ColumnMeta>>,
+    /// The order of the segment's documents when the index has an index sort (format v8;
+    /// absent: in the order they were added). See [`crate::index_sort`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_sort: Option<crate::index_sort::IndexSort>,
 }
 
 /// The pairs of frequent words a segment indexes (format v6).
@@ -216,6 +220,10 @@ pub struct CommitPoint {
     /// Free-form data of the application (e.g. the source file), kept across commits.
     #[serde(default)]
     pub user_data: BTreeMap<String, String>,
+    /// The index sort fixed when the index was created (format v8; absent: none). Every
+    /// segment written since holds its documents in this order. See [`crate::index_sort`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_sort: Option<crate::index_sort::IndexSort>,
 }
 
 pub const COMMIT_PREFIX: &str = "commit_";
@@ -317,6 +325,7 @@ mod tests {
                 files: BTreeMap::new(),
                 pairs: None,
                 columns: Vec::new(),
+                index_sort: None,
             };
             let want = (0..=l)
                 .find(|&d| (d..l).all(|x| meta.seq(x) > probe))

@@ -29,6 +29,10 @@ pub struct SegmentSummary {
     /// Per field with a column (format v8): its kind, encoding, value count and bytes, such as
     /// `i64 bitpacked, 300 values, 2656 B`.
     pub columns: BTreeMap<String, String>,
+    /// The index sort the segment's documents are in (`field:asc`/`field:desc` per key), if
+    /// any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_sort: Option<String>,
 }
 
 /// What `inspect` and `check` report.
@@ -40,6 +44,9 @@ pub struct CheckReport {
     /// Documents not deleted.
     pub live_docs: u64,
     pub segments: Vec<SegmentSummary>,
+    /// The index sort fixed when the index was created, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_sort: Option<String>,
     /// Bytes per file kind over all segments, plus the commit point.
     pub bytes: BTreeMap<String, u64>,
     /// Files whose checksums were verified (check only).
@@ -66,6 +73,7 @@ pub fn inspect(index: &Index) -> CheckReport {
         docs: index.doc_count(),
         live_docs: index.live_doc_count(),
         segments,
+        index_sort: index.index_sort().map(|s| s.to_string()),
         bytes,
         files_verified: 0,
     }
@@ -133,6 +141,7 @@ fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSum
         terms,
         bytes,
         columns,
+        index_sort: meta.index_sort.as_ref().map(|s| s.to_string()),
     }
 }
 
@@ -244,7 +253,7 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
     if seg.has_columns() {
         check_columns(seg, rebuilt)?;
     }
-    Ok(())
+    super::sorted::check_order(seg)
 }
 
 /// Whether two encoded columns hold the same rows and block statistics. Rows, not bytes: a

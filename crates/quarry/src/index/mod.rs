@@ -3,6 +3,7 @@
 mod check;
 mod files;
 mod segment;
+pub mod sorted;
 pub mod verified;
 
 pub use check::{check_index, inspect, CheckReport, SegmentSummary};
@@ -148,6 +149,15 @@ impl Index {
         previous: Option<&Index>,
     ) -> Result<Self> {
         let schema = Schema::from_value(&commit.schema)?;
+        let commit_file = CommitPoint::file_name(commit.generation);
+        if let Some(sort) = &commit.index_sort {
+            sort.validate(&schema).map_err(|e| {
+                Error::corrupt(
+                    &commit_file,
+                    format!("the index sort does not fit the index's schema: {e}"),
+                )
+            })?;
+        }
         let mut prev: HashMap<&str, usize> = HashMap::new();
         if let Some(p) = previous {
             for (i, s) in p.segments.iter().enumerate() {
@@ -162,7 +172,6 @@ impl Index {
         let mut segments = Vec::with_capacity(commit.segments.len());
         let mut live = Vec::with_capacity(commit.segments.len());
         let mut live_gen = Vec::with_capacity(commit.segments.len());
-        let commit_file = CommitPoint::file_name(commit.generation);
         for s in &commit.segments {
             let old = prev.get(s.name.as_str()).and_then(|&i| {
                 let p = previous.expect("previous index");
@@ -172,6 +181,21 @@ impl Index {
                 Some((p, i)) => p.segments[i].clone(),
                 None => Arc::new(SegmentReader::open(dir.clone(), &s.name, &schema)?),
             };
+            if let Some(own) = &seg.meta().index_sort {
+                if commit.index_sort.as_ref() != Some(own) {
+                    return Err(Error::corrupt(
+                        &commit_file,
+                        format!(
+                            "segment {} is sorted by [{own}] but the index sort is {}",
+                            s.name,
+                            commit
+                                .index_sort
+                                .as_ref()
+                                .map_or("none".to_string(), |c| format!("[{c}]"))
+                        ),
+                    ));
+                }
+            }
             if seg.doc_count() != s.doc_count {
                 return Err(Error::corrupt(
                     &commit_file,
@@ -249,6 +273,11 @@ impl Index {
             .map(|(s, l)| u64::from(l.as_ref().map_or(s.doc_count(), |l| l.live_count())))
             .sum()
     }
+    /// The index sort fixed when the index was created, if any.
+    pub fn index_sort(&self) -> Option<&crate::index_sort::IndexSort> {
+        self.commit().index_sort.as_ref()
+    }
+
     pub fn commit(&self) -> &CommitPoint {
         &self.commit
     }

@@ -978,6 +978,11 @@ impl SegmentReader {
             .collect()
     }
 
+    /// The order the segment's documents are in, when the index has an index sort.
+    pub fn index_sort(&self) -> Option<&crate::index_sort::IndexSort> {
+        self.meta.index_sort.as_ref()
+    }
+
     /// The sequence number (index order) of `doc`.
     pub fn seq(&self, doc: u32) -> u64 {
         self.meta.seq(doc)

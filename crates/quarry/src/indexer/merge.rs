@@ -1,6 +1,12 @@
 //! Merging segments into one: terms are unioned across the segments' dictionaries in order,
 //! postings concatenated with doc-id bases, norms copied, stored documents re-blocked; deleted
 //! documents are dropped (their doc ids are compacted away).
+//!
+//! With an index sort ([`crate::index_sort`]) the merged documents are ordered by their sort
+//! keys, ties by sequence number, instead of concatenated: every input document gets its place
+//! through the doc maps, and every structure (postings and positions, pairs, norms, stored
+//! fields, columns, index order) follows them. A flush of an index-sorted index is a merge of
+//! the one freshly written segment.
 use std::sync::Arc;
 
 use fst::{IntoStreamer, Streamer};
@@ -15,7 +21,9 @@ use crate::codec::postings::TERMINATED;
 use crate::codec::stored::StoredWriter;
 use crate::codec::terms::TermsReader;
 use crate::document::Document;
+use crate::index::sorted::{compare_keys, KeyPart, SegmentKeys};
 use crate::index::SegmentReader;
+use crate::index_sort::IndexSort;
 use crate::schema::Schema;
 use crate::{Error, Result};
 
@@ -38,16 +46,18 @@ impl DocMap {
     }
 }
 
-/// Writes segment `name` holding every live document of `segments`, in order; `live[i]` holds
-/// segment `i`'s live documents when it has deletions (an empty slice: none has).
+/// Writes segment `name` holding every live document of `segments`, in order (or, with
+/// `sort`, in that index sort's order); `live[i]` holds segment `i`'s live documents when it
+/// has deletions (an empty slice: none has).
 pub fn merge_segments(
     dir: &dyn Directory,
     schema: &Schema,
     segments: &[Arc<SegmentReader>],
     live: &[Option<Arc<LiveDocs>>],
     name: &str,
+    sort: Option<&IndexSort>,
 ) -> Result<SegmentMeta> {
-    merge_with_maps(dir, schema, segments, live, name).map(|(meta, _)| meta)
+    merge_with_maps(dir, schema, segments, live, name, sort).map(|(meta, _)| meta)
 }
 
 /// [`merge_segments`], also returning where each input document went.
@@ -57,6 +67,7 @@ pub(crate) fn merge_with_maps(
     segments: &[Arc<SegmentReader>],
     live: &[Option<Arc<LiveDocs>>],
     name: &str,
+    sort: Option<&IndexSort>,
 ) -> Result<(SegmentMeta, Vec<DocMap>)> {
     let live_of = |i: usize| live.get(i).and_then(|l| l.as_deref());
     // A merge copies its sources into a new segment with fresh checksums: verify every byte of
@@ -88,17 +99,36 @@ pub(crate) fn merge_with_maps(
             }
         }
     }
+    if let Some(sort) = sort {
+        sort_maps(&mut maps, segments, sort, total)?;
+    }
+    let permuted = sort.is_some();
     let mut w = SegmentFileWriter::new(schema, dir, name)?;
+    w.set_index_sort(sort.cloned());
     let mut bufs = Bufs::default();
     let src = Sources {
         segments,
         maps: &maps,
         total,
+        permuted,
     };
     for (f, entry) in schema.fields().iter().enumerate() {
         let f = f as u32;
         let mut norms = Vec::new();
-        if entry.has_norms() {
+        if entry.has_norms() && permuted {
+            norms.resize(total as usize, 0);
+            for (s, map) in segments.iter().zip(&maps) {
+                if let Some(n) = s.norms(f)? {
+                    for (d, &b) in n.iter().enumerate().take(s.doc_count() as usize) {
+                        let nd = map.get(d as u32);
+                        if nd != NONE {
+                            norms[nd as usize] = b;
+                        }
+                    }
+                }
+            }
+            w.set_norms(f, &norms);
+        } else if entry.has_norms() {
             norms.reserve(total as usize);
             for (i, s) in segments.iter().enumerate() {
                 match (s.norms(f)?, live_of(i)) {
@@ -146,6 +176,13 @@ pub(crate) fn merge_with_maps(
     let mut stored = StoredWriter::new(format::begin(format::KIND_STORED));
     let mut stored_file = StoredFile::create(dir, name)?;
     let mut columns = super::builder::new_columns(schema);
+    // With an index sort the stored documents are written in their new order: held until
+    // every source has been read.
+    let mut held: Vec<Vec<u8>> = if permuted {
+        vec![Vec::new(); total as usize]
+    } else {
+        Vec::new()
+    };
     for (i, s) in segments.iter().enumerate() {
         let l = live_of(i);
         let mut d = 0u32;
@@ -165,37 +202,116 @@ pub(crate) fn merge_with_maps(
                         super::builder::add_column_value(&mut columns, schema, nd, *f, v);
                     }
                 }
-                stored.add(bytes);
-                if stored.pending_bytes() >= STORED_SPILL_BYTES {
-                    stored_file.write_pending(&mut stored)?;
+                if permuted {
+                    held[maps[i].get(d) as usize] = bytes.to_vec();
+                } else {
+                    stored.add(bytes);
+                    if stored.pending_bytes() >= STORED_SPILL_BYTES {
+                        stored_file.write_pending(&mut stored)?;
+                    }
                 }
             }
             d += 1;
             Ok(())
         })?;
     }
+    for bytes in held {
+        stored.add(&bytes);
+        if stored.pending_bytes() >= STORED_SPILL_BYTES {
+            stored_file.write_pending(&mut stored)?;
+        }
+    }
     // Index order of the kept documents, as runs of consecutive sequence numbers.
-    let mut runs: Vec<(u32, u64)> = Vec::new();
-    let mut last: Option<u64> = None;
+    let mut seqs = vec![0u64; total as usize];
     for (s, map) in segments.iter().zip(&maps) {
         let meta = s.meta();
         for (i, &(l, seq)) in meta.seq_runs.iter().enumerate() {
             let end = meta.seq_runs.get(i + 1).map_or(meta.doc_count, |r| r.0);
             for d in l..end {
                 let nd = map.get(d);
-                if nd == NONE {
-                    continue;
+                if nd != NONE {
+                    seqs[nd as usize] = seq + u64::from(d - l);
                 }
-                let sq = seq + u64::from(d - l);
-                if last.map(|p| p + 1) != Some(sq) {
-                    runs.push((nd, sq));
-                }
-                last = Some(sq);
             }
         }
     }
+    let mut runs: Vec<(u32, u64)> = Vec::new();
+    let mut last: Option<u64> = None;
+    for (nd, &sq) in seqs.iter().enumerate() {
+        if last.map(|p| p + 1) != Some(sq) {
+            runs.push((nd as u32, sq));
+        }
+        last = Some(sq);
+    }
     let meta = w.finish(dir, name, total, runs, stored, Some(stored_file), columns)?;
     Ok((meta, maps))
+}
+
+/// Orders the merged documents by `sort` (ties by sequence number): `maps` come in giving each
+/// live document its place in concatenation order and leave giving its place in sort order.
+/// A full sort of the keys rather than a k-way merge of the (sorted) inputs: the same order,
+/// and it also sorts a freshly flushed segment.
+fn sort_maps(
+    maps: &mut [DocMap],
+    segments: &[Arc<SegmentReader>],
+    sort: &IndexSort,
+    total: u32,
+) -> Result<()> {
+    let mut entries: Vec<(Vec<KeyPart>, u64, u32)> = Vec::with_capacity(total as usize);
+    for (s, map) in segments.iter().zip(maps.iter()) {
+        let keys = SegmentKeys::new(s, sort)?;
+        for d in 0..s.doc_count() {
+            let at = map.get(d);
+            if at == NONE {
+                continue;
+            }
+            let mut key = Vec::with_capacity(sort.fields.len());
+            keys.key(d, &mut key);
+            entries.push((key, s.seq(d), at));
+        }
+    }
+    entries.sort_unstable_by(|a, b| compare_keys(sort, &a.0, &b.0).then(a.1.cmp(&b.1)));
+    let mut place = vec![NONE; total as usize];
+    for (new, e) in entries.iter().enumerate() {
+        place[e.2 as usize] = new as u32;
+    }
+    for (s, map) in segments.iter().zip(maps.iter_mut()) {
+        let m = (0..s.doc_count())
+            .map(|d| match map.get(d) {
+                NONE => NONE,
+                at => place[at as usize],
+            })
+            .collect();
+        *map = DocMap::Map(m);
+    }
+    Ok(())
+}
+
+/// Puts one term's postings gathered through permuting doc maps back in document order:
+/// `docs`, `freqs` and (when `positions`, `freq` of them per document) `positions` together.
+fn reorder_postings(b: &mut Bufs, positions: bool) {
+    if b.docs.windows(2).all(|w| w[0] < w[1]) {
+        return;
+    }
+    let mut order: Vec<usize> = (0..b.docs.len()).collect();
+    order.sort_unstable_by_key(|&i| b.docs[i]);
+    let docs = order.iter().map(|&i| b.docs[i]).collect();
+    let freqs: Vec<u32> = order.iter().map(|&i| b.freqs[i]).collect();
+    if positions {
+        let mut starts = Vec::with_capacity(b.freqs.len());
+        let mut at = 0usize;
+        for &f in &b.freqs {
+            starts.push(at);
+            at += f as usize;
+        }
+        let mut pos = Vec::with_capacity(b.positions.len());
+        for &i in &order {
+            pos.extend_from_slice(&b.positions[starts[i]..starts[i] + b.freqs[i] as usize]);
+        }
+        b.positions = pos;
+    }
+    b.docs = docs;
+    b.freqs = freqs;
 }
 
 /// Adds the column values of `seg`'s live documents (`map` says where each goes) to `columns`.
@@ -237,6 +353,8 @@ struct Sources<'a> {
     segments: &'a [Arc<SegmentReader>],
     maps: &'a [DocMap],
     total: u32,
+    /// The maps reorder documents (an index sort): postings are put back in doc order.
+    permuted: bool,
 }
 
 /// Scratch space of [`merge_terms`].
@@ -264,6 +382,7 @@ fn merge_terms(
         segments,
         maps,
         total,
+        permuted,
     } = *src;
     let has_positions = segments
         .first()
@@ -313,6 +432,9 @@ fn merge_terms(
         }
         if b.docs.is_empty() {
             continue;
+        }
+        if permuted {
+            reorder_postings(b, has_positions);
         }
         w.add_term(term, &b.docs, &b.freqs, &b.positions, norms)?;
     }
@@ -406,6 +528,7 @@ fn merge_pairs(
         segments,
         maps,
         total,
+        permuted,
     } = *src;
     // Per source: None (read its dictionary) or its derived pairs.
     let mut derived = Vec::with_capacity(segments.len());
@@ -472,6 +595,9 @@ fn merge_pairs(
             }
         }
         if !b.docs.is_empty() {
+            if permuted {
+                reorder_postings(b, true);
+            }
             w.add_term(term, &b.docs, &b.freqs, &b.positions, norms)?;
         }
     }

@@ -28,7 +28,7 @@ use crate::codec::format;
 use crate::codec::livedocs::LiveDocs;
 use crate::codec::meta::{CommitPoint, SegmentMeta, SegmentRef};
 use crate::document::{Document, FieldValue};
-use crate::index::{held_files, latest_commit, Index};
+use crate::index::{held_files, latest_commit, Index, SegmentReader};
 use crate::query::Query;
 use crate::reader::{IndexReader, NrtSlot};
 use crate::schema::Schema;
@@ -47,6 +47,10 @@ pub struct WriterOptions {
     pub ram_budget_bytes: usize,
     pub merge_policy: MergePolicy,
     pub directory: quarry_store::DirectoryKind,
+    /// The index sort of a new index ([`crate::index_sort`]): fixed at creation and kept in the
+    /// commit point. Opening an existing index with `Some` sort different from its own is an
+    /// error ([`Error::IndexSort`]); `None` takes the index's.
+    pub index_sort: Option<crate::index_sort::IndexSort>,
 }
 
 impl Default for WriterOptions {
@@ -58,6 +62,7 @@ impl Default for WriterOptions {
             ram_budget_bytes: 512 << 20,
             merge_policy: MergePolicy::default(),
             directory: quarry_store::DirectoryKind::Mmap,
+            index_sort: None,
         }
     }
 }
@@ -89,6 +94,8 @@ struct Shared {
     building: Mutex<HashSet<String>>,
     failure: Mutex<Option<String>>,
     budget_per_thread: usize,
+    /// The index sort: flushed segments are rewritten in its order.
+    index_sort: Option<crate::index_sort::IndexSort>,
 }
 
 impl Shared {
@@ -102,7 +109,10 @@ impl Shared {
             self.building.lock().expect("building set").remove(&name);
             return;
         }
-        let result = builder.flush();
+        let result = builder.flush().and_then(|meta| match &self.index_sort {
+            Some(sort) => self.sort_flushed(meta, sort),
+            None => Ok(meta),
+        });
         self.building.lock().expect("building set").remove(&name);
         match result {
             Ok(meta) => self.flushed.lock().expect("flushed list").push(meta),
@@ -111,6 +121,42 @@ impl Shared {
                 f.get_or_insert_with(|| format!("flushing segment {name}: {e}"));
             }
         }
+    }
+
+    /// Rewrites a flushed segment in index-sort order, as a merge of that one segment into a
+    /// new one (the unsorted one is removed). The simplest correct way: the merge path already
+    /// carries every structure through a doc map; the price is writing the segment twice.
+    fn sort_flushed(
+        &self,
+        meta: SegmentMeta,
+        sort: &crate::index_sort::IndexSort,
+    ) -> Result<SegmentMeta> {
+        let target = self.segment_name();
+        self.building
+            .lock()
+            .expect("building set")
+            .insert(target.clone());
+        let result =
+            SegmentReader::open(self.dir.clone(), &meta.name, &self.schema).and_then(|seg| {
+                merge::merge_segments(
+                    &*self.dir,
+                    &self.schema,
+                    &[Arc::new(seg)],
+                    &[None],
+                    &target,
+                    Some(sort),
+                )
+            });
+        self.building.lock().expect("building set").remove(&target);
+        for (ext, _) in format::SEGMENT_FILES {
+            let _ = self.dir.delete(&SegmentMeta::file_name(&meta.name, ext));
+        }
+        if result.is_err() {
+            for (ext, _) in format::SEGMENT_FILES {
+                let _ = self.dir.delete(&SegmentMeta::file_name(&target, ext));
+            }
+        }
+        result
     }
 
     fn add(&self, builder: &mut Option<SegmentBuilder>, seq: u64, doc: &Document) {
@@ -213,6 +259,9 @@ impl IndexWriter {
                 path.display()
             )));
         }
+        if let Some(sort) = &opts.index_sort {
+            sort.validate(&schema)?;
+        }
         let commit = CommitPoint {
             generation: 0,
             format_version: format::VERSION,
@@ -221,6 +270,7 @@ impl IndexWriter {
             next_seq: 0,
             next_segment: 0,
             user_data: Default::default(),
+            index_sort: opts.index_sort.clone(),
         };
         Self::with_commit(dir, lock, schema, opts, commit, HashSet::new())
     }
@@ -240,6 +290,24 @@ impl IndexWriter {
             path: path.display().to_string(),
         })?;
         let schema = Schema::from_value(&commit.schema)?;
+        if let Some(sort) = &commit.index_sort {
+            sort.validate(&schema)?;
+        }
+        if let Some(asked) = &opts.index_sort {
+            if commit.index_sort.as_ref() != Some(asked) {
+                return Err(Error::IndexSort {
+                    field: asked.fields.first().map_or(String::new(), |k| k.field.clone()),
+                    reason: format!(
+                        "the index in {} was created with index sort {}, not [{asked}]; an index sort is fixed when the index is created (re-index into a new index to change it)",
+                        path.display(),
+                        commit
+                            .index_sort
+                            .as_ref()
+                            .map_or("none".to_string(), |c| format!("[{c}]"))
+                    ),
+                });
+            }
+        }
         let files = commit.files().into_iter().collect();
         Self::with_commit(dir, lock, schema, opts, commit, files)
     }
@@ -256,8 +324,12 @@ impl IndexWriter {
                 return Self::create(path, schema, opts);
             }
         };
+        if let Some(sort) = &opts.index_sort {
+            sort.validate(&schema)?;
+        }
         let files = old.files().into_iter().collect();
         let mut c = old;
+        c.index_sort = opts.index_sort.clone();
         c.schema = schema.to_value();
         c.segments.clear();
         c.next_seq = 0;
@@ -282,6 +354,7 @@ impl IndexWriter {
             building: Mutex::new(HashSet::new()),
             failure: Mutex::new(None),
             budget_per_thread: (opts.ram_budget_bytes / threads).max(1 << 20),
+            index_sort: commit.index_sort.clone(),
         });
         let workers = if threads == 1 {
             Workers::Inline(None)
@@ -343,6 +416,11 @@ impl IndexWriter {
 
     pub fn schema(&self) -> &Schema {
         &self.shared.schema
+    }
+
+    /// The index sort the index was created with, if any.
+    pub fn index_sort(&self) -> Option<&crate::index_sort::IndexSort> {
+        self.shared.index_sort.as_ref()
     }
 
     /// The directory the writer writes to.
@@ -507,7 +585,9 @@ impl IndexWriter {
         self.flush_all()?;
         let mut flushed: Vec<SegmentMeta> =
             std::mem::take(&mut *self.shared.flushed.lock().expect("flushed list"));
-        flushed.sort_by_key(|m| m.seq_runs.first().map(|r| r.1));
+        // In index order of their first document (an index-sorted segment's runs are in key
+        // order: its smallest sequence number, not its first run's).
+        flushed.sort_by_key(|m| m.seq_runs.iter().map(|r| r.1).min());
         self.segs.extend(flushed.iter().map(|m| {
             SegState::new(SegmentRef {
                 name: m.name.clone(),
@@ -729,6 +809,7 @@ impl IndexWriter {
                 &readers,
                 &live,
                 &name,
+                self.shared.index_sort.as_ref(),
             )
         });
         let meta = match result {

@@ -53,6 +53,7 @@ impl RunningMerge {
         readers: Vec<Arc<SegmentReader>>,
         live: Vec<Option<Arc<LiveDocs>>>,
         name: String,
+        sort: Option<crate::index_sort::IndexSort>,
     ) -> Result<Self> {
         let sources = readers.iter().map(|r| r.name().to_string()).collect();
         let doc_counts = readers.iter().map(|r| r.doc_count()).collect();
@@ -64,8 +65,9 @@ impl RunningMerge {
                 // Merges are background work: searches and adds go first on a busy machine.
                 quarry_store::lower_current_thread_priority(MERGE_NICE_STEPS);
                 let t = Instant::now();
-                let out = crate::failpoint::fail("merge-before-write")
-                    .and_then(|()| merge_with_maps(&*dir, &schema, &readers, &live, &name));
+                let out = crate::failpoint::fail("merge-before-write").and_then(|()| {
+                    merge_with_maps(&*dir, &schema, &readers, &live, &name, sort.as_ref())
+                });
                 // Crash tests: die with the merged segment written but not yet committed.
                 crate::failpoint::hit("background-merge-written");
                 (out, t.elapsed())
@@ -286,6 +288,7 @@ impl IndexWriter {
             readers,
             live,
             self.shared.segment_name(),
+            self.shared.index_sort.clone(),
         )?);
         Ok(())
     }

@@ -36,6 +36,8 @@ pub struct SegmentFileWriter {
     current: Option<(u32, TermsWriter)>,
     /// Per field, the average decoded length over documents with the field (steers impacts).
     avgdl: Vec<f32>,
+    /// The order the documents were written in, recorded in the meta.
+    index_sort: Option<crate::index_sort::IndexSort>,
 }
 
 impl SegmentFileWriter {
@@ -55,7 +57,13 @@ impl SegmentFileWriter {
             pairs: vec![false; schema.fields().len()],
             current: None,
             avgdl: vec![1.0; schema.fields().len()],
+            index_sort: None,
         })
+    }
+
+    /// Records that the documents are written in `sort`'s order (an index-sorted merge).
+    pub fn set_index_sort(&mut self, sort: Option<crate::index_sort::IndexSort>) {
+        self.index_sort = sort;
     }
 
     /// Starts the terms of `field` (fields in increasing id order).
@@ -197,6 +205,7 @@ impl SegmentFileWriter {
             stored_blocks,
             files,
             columns,
+            index_sort: self.index_sort,
         };
         write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
         Ok(meta)

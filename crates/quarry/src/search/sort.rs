@@ -11,6 +11,13 @@
 //! When the first key is a column with exactly one value per document, a block of 1,024
 //! documents whose minimum (ascending) or maximum (descending) cannot beat the k-th hit kept is
 //! skipped without reading its rows.
+//!
+//! When a segment is index-sorted ([`crate::index_sort`]) by the request's leading keys (same
+//! fields, directions and missing placement), its documents come in that order: once `k` hits
+//! are kept, the first match whose leading keys sort after the k-th kept hit's ends the
+//! segment (Lucene's early termination), and with `search_after` the walk starts at the first
+//! document whose leading keys reach the given values. The exact count then comes from a
+//! counting pass, as after skipped blocks.
 use std::cmp::Ordering;
 
 use quarry_codecs::column::{self, sortable_to_f64, sortable_to_i64};
@@ -214,6 +221,17 @@ impl Searcher {
                     _ => Ok(None),
                 })
                 .collect::<Result<_>>()?;
+            // Early termination: how many leading keys the segment's index sort gives in order
+            // (none when every match's score is asked for: `max_score` needs them all).
+            let shared = if need_scores {
+                0
+            } else {
+                shared_prefix(sort, seg.index_sort())
+            };
+            if shared > 0 && k == 0 {
+                skipped = true;
+                continue;
+            }
             // Block skipping on a dense first key (not when every match's score is asked for).
             let skip = match (keys[0], &views[0]) {
                 (Resolved::Field(_, ft), Some(v))
@@ -226,6 +244,22 @@ impl Searcher {
             let two_phase = s.is_two_phase();
             let mut key = Vec::with_capacity(keys.len());
             let mut d = s.doc();
+            if let (true, Some(a)) = (shared > 0, after.as_ref()) {
+                // Documents before the first whose leading keys reach `after`'s cannot pass it.
+                let start = first_reaching(seg.doc_count(), &sort[..shared], &a[..shared], |d| {
+                    (0..shared)
+                        .map(|i| field_part(views[i].as_ref(), d, sort[i].descending))
+                        .collect()
+                });
+                if start > d && d != TERMINATED {
+                    skipped = true;
+                    d = if start >= seg.doc_count() {
+                        TERMINATED
+                    } else {
+                        s.seek(start)
+                    };
+                }
+            }
             let mut checked_block = usize::MAX;
             while d != TERMINATED {
                 if kept.len() >= k && k > 0 {
@@ -265,6 +299,16 @@ impl Searcher {
                                 field_part(v, d, sort[i].descending)
                             }
                         });
+                    }
+                    if shared > 0 && kept.len() >= k {
+                        let w = &kept[kept.len() - 1].key;
+                        if compare(&sort[..shared], &key[..shared], &w[..shared])
+                            == Ordering::Greater
+                        {
+                            // This match and every one after it sort after the k-th kept hit.
+                            skipped = true;
+                            break;
+                        }
                     }
                     let seq = seg.seq(d);
                     let passes_after = after
@@ -333,6 +377,42 @@ impl Searcher {
     fn weight(&self, query: &Query) -> Result<Weight> {
         Weight::build(query, &self.context(), 1.0)
     }
+}
+
+/// How many leading keys of `sort` a segment ordered by `index_sort` holds in order: the same
+/// field, direction and missing placement, key by key.
+fn shared_prefix(sort: &[SortField], index_sort: Option<&crate::index_sort::IndexSort>) -> usize {
+    let Some(is) = index_sort else {
+        return 0;
+    };
+    sort.iter()
+        .zip(&is.fields)
+        .take_while(|(s, i)| {
+            matches!(&s.key, SortKey::Field(f) if *f == i.field)
+                && s.descending == i.descending
+                && s.missing_first == i.missing_first
+        })
+        .count()
+}
+
+/// In a segment of `doc_count` documents ordered by `sort`, the first document whose key
+/// (`key_of`) does not sort before `target`: a binary search.
+fn first_reaching(
+    doc_count: u32,
+    sort: &[SortField],
+    target: &[Part],
+    key_of: impl Fn(u32) -> Vec<Part>,
+) -> u32 {
+    let (mut lo, mut hi) = (0u32, doc_count);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if compare(sort, &key_of(mid), target) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// `doc`'s value of a field key: the smallest ascending, the largest descending.
