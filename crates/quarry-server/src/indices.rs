@@ -101,7 +101,15 @@ impl Indices {
             return Err(ApiError::unsupported("[aliases]"));
         }
         let schema = schema_from_mappings(body.get("mappings"))?;
-        let settings = parse_settings(body.get("settings"))?;
+        let (settings, index_sort) = parse_settings(body.get("settings"))?;
+        if let Some(sort) = &index_sort {
+            sort.validate(&schema).map_err(|e| match e {
+                quarry::Error::IndexSort { field, reason } => {
+                    ApiError::illegal(format!("invalid index sort field:[{field}]: {reason}"))
+                }
+                other => other.into(),
+            })?;
+        }
         let mut map = self.map.write().expect("indices lock");
         if map.contains_key(name) {
             return Err(ApiError::new(
@@ -121,6 +129,7 @@ impl Indices {
             &dir,
             schema,
             settings,
+            index_sort,
             self.metrics.clone(),
         )?);
         map.insert(name.to_string(), handle.clone());
@@ -148,25 +157,41 @@ impl Indices {
 }
 
 /// `settings` of a create request: `refresh_interval` (`"1s"`, `"500ms"`, `"-1"`),
-/// `number_of_shards` (must be 1) and `number_of_replicas` (recorded; replicas are never
-/// assigned on one node, so the index reports `yellow` as in Elasticsearch).
-fn parse_settings(v: Option<&Value>) -> Result<IndexSettings, ApiError> {
+/// `number_of_shards` (must be 1), `number_of_replicas` (recorded; replicas are never
+/// assigned on one node, so the index reports `yellow` as in Elasticsearch) and the index
+/// sort `sort.field`, `sort.order`, `sort.missing`, `sort.mode` (flat, `index.`-prefixed or
+/// nested as `{"sort": {"field": ...}}`; see [`parse_index_sort`]).
+fn parse_settings(
+    v: Option<&Value>,
+) -> Result<(IndexSettings, Option<quarry::IndexSort>), ApiError> {
     let mut s = IndexSettings::default();
-    let Some(v) = v else { return Ok(s) };
+    let Some(v) = v else { return Ok((s, None)) };
     let m = v
         .as_object()
         .ok_or_else(|| ApiError::parsing("settings must be an object"))?;
-    let flat: Vec<(String, &Value)> = m
-        .iter()
-        .flat_map(|(k, v)| match (k.as_str(), v) {
-            ("index", Value::Object(inner)) => inner
-                .iter()
-                .map(|(k2, v2)| (k2.clone(), v2))
-                .collect::<Vec<_>>(),
-            _ => vec![(k.strip_prefix("index.").unwrap_or(k).to_string(), v)],
-        })
-        .collect();
+    let mut flat: Vec<(String, &Value)> = Vec::new();
+    for (k, v) in m {
+        match (k.as_str(), v) {
+            ("index", Value::Object(inner)) => {
+                flat.extend(inner.iter().map(|(k2, v2)| (k2.clone(), v2)))
+            }
+            _ => flat.push((k.strip_prefix("index.").unwrap_or(k).to_string(), v)),
+        }
+    }
+    // `{"sort": {"field": ...}}` is `sort.field`.
+    let mut sort_keys: Vec<(String, &Value)> = Vec::new();
+    let mut rest = Vec::new();
     for (k, v) in flat {
+        match (k.as_str(), v) {
+            ("sort", Value::Object(inner)) => {
+                sort_keys.extend(inner.iter().map(|(k2, v2)| (format!("sort.{k2}"), v2)))
+            }
+            (k, _) if k.starts_with("sort.") => sort_keys.push((k.to_string(), v)),
+            _ => rest.push((k, v)),
+        }
+    }
+    let index_sort = parse_index_sort(&sort_keys)?;
+    for (k, v) in rest {
         let text = match v {
             Value::String(t) => t.clone(),
             Value::Number(n) => n.to_string(),
@@ -196,12 +221,111 @@ fn parse_settings(v: Option<&Value>) -> Result<IndexSettings, ApiError> {
             }
             other => {
                 return Err(ApiError::illegal(format!(
-                    "setting [index.{other}] is not supported (supported: refresh_interval; number_of_shards 1)"
+                    "setting [index.{other}] is not supported (supported: refresh_interval, number_of_replicas, sort.field, sort.order, sort.missing, sort.mode; number_of_shards 1)"
                 )))
             }
         }
     }
-    Ok(s)
+    Ok((s, index_sort))
+}
+
+/// The index sort of `index.sort.*` settings, as Elasticsearch reads them: `sort.field` one
+/// field or a list; `sort.order` (`asc`/`desc`, default `asc`), `sort.missing` (`_last`, the
+/// default, or `_first`) and `sort.mode` each absent or one entry per field. `sort.mode` may
+/// only be what quarry sorts multi-valued fields by (`min` ascending, `max` descending), as
+/// every sorted search does. The fields are checked against the mappings by the caller.
+fn parse_index_sort(keys: &[(String, &Value)]) -> Result<Option<quarry::IndexSort>, ApiError> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let list = |name: &str| -> Result<Option<Vec<String>>, ApiError> {
+        let Some((_, v)) = keys.iter().find(|(k, _)| k == name) else {
+            return Ok(None);
+        };
+        let bad = || {
+            ApiError::illegal(format!(
+                "setting [index.{name}] must be a string or a list of strings"
+            ))
+        };
+        match v {
+            Value::String(s) => Ok(Some(vec![s.clone()])),
+            Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            _ => Err(bad()),
+        }
+    };
+    for (k, _) in keys {
+        if !matches!(
+            k.as_str(),
+            "sort.field" | "sort.order" | "sort.missing" | "sort.mode"
+        ) {
+            return Err(ApiError::illegal(format!(
+                "setting [index.{k}] is not supported (supported: sort.field, sort.order, sort.missing, sort.mode)"
+            )));
+        }
+    }
+    let fields = list("sort.field")?
+        .ok_or_else(|| ApiError::illegal("index sort settings need [index.sort.field]"))?;
+    if fields.is_empty() {
+        return Err(ApiError::illegal(
+            "[index.sort.field] needs at least one field",
+        ));
+    }
+    let per_field = |name: &str| -> Result<Option<Vec<String>>, ApiError> {
+        let v = list(name)?;
+        if let Some(v) = &v {
+            if v.len() != fields.len() {
+                return Err(ApiError::illegal(format!(
+                    "index.sort.field:{fields:?} index.{name}:{v:?}, size mismatch"
+                )));
+            }
+        }
+        Ok(v)
+    };
+    let (order, missing, mode) = (
+        per_field("sort.order")?,
+        per_field("sort.missing")?,
+        per_field("sort.mode")?,
+    );
+    let mut out = Vec::with_capacity(fields.len());
+    for (i, field) in fields.iter().enumerate() {
+        let descending = match order.as_ref().map(|o| o[i].as_str()) {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(o) => {
+                return Err(ApiError::illegal(format!(
+                    "Illegal sort order:{o} (index.sort.order takes asc or desc)"
+                )))
+            }
+        };
+        let missing_first = match missing.as_ref().map(|o| o[i].as_str()) {
+            None | Some("_last") => false,
+            Some("_first") => true,
+            Some(m) => {
+                return Err(ApiError::illegal(format!(
+                    "Illegal missing value:[{m}], must be one of [_last, _first]"
+                )))
+            }
+        };
+        let natural = if descending { "max" } else { "min" };
+        if let Some(m) = mode.as_ref().map(|o| o[i].as_str()) {
+            if m != natural {
+                return Err(ApiError::illegal(format!(
+                    "index.sort.mode [{m}] for field [{field}] is not supported: quarry sorts a multi-valued field by its {natural} value in {} order",
+                    if descending { "desc" } else { "asc" }
+                )));
+            }
+        }
+        out.push(quarry::IndexSortField {
+            field: field.clone(),
+            descending,
+            missing_first,
+        });
+    }
+    Ok(Some(quarry::IndexSort::new(out)))
 }
 
 /// `"250ms"`, `"1s"`, `"2m"` (and a bare number of milliseconds) as milliseconds.
@@ -232,13 +356,53 @@ mod tests {
         assert_eq!(parse_duration_ms("2s"), Some(2000));
         assert_eq!(parse_duration_ms("1.5s"), None);
         assert_eq!(parse_duration_ms("s"), None);
-        let s = parse_settings(Some(&json!({"index": {"refresh_interval": "-1"}}))).unwrap();
+        let (s, _) = parse_settings(Some(&json!({"index": {"refresh_interval": "-1"}}))).unwrap();
         assert_eq!(s.refresh_interval_ms, None);
-        let s = parse_settings(Some(
+        let (s, _) = parse_settings(Some(
             &json!({"refresh_interval": "250ms", "number_of_shards": 1}),
         ))
         .unwrap();
         assert_eq!(s.refresh_interval_ms, Some(250));
         assert!(parse_settings(Some(&json!({"number_of_shards": 3}))).is_err());
+    }
+
+    #[test]
+    fn index_sort_settings_in_every_form() {
+        let sort = |v: Value| parse_settings(Some(&v)).map(|(_, s)| s.map(|s| s.to_string()));
+        let want = Some("date:desc, n:asc".to_string());
+        for v in [
+            json!({"index": {"sort.field": ["date", "n"], "sort.order": ["desc", "asc"]}}),
+            json!({"index": {"sort": {"field": ["date", "n"], "order": ["desc", "asc"]}}}),
+            json!({"index.sort.field": ["date", "n"], "index.sort.order": ["desc", "asc"]}),
+            json!({"sort.field": ["date", "n"], "sort.order": ["desc", "asc"],
+                   "sort.mode": ["max", "min"], "sort.missing": ["_last", "_last"]}),
+        ] {
+            assert_eq!(sort(v.clone()).unwrap(), want, "{v}");
+        }
+        assert_eq!(
+            sort(json!({"index": {"sort.field": "n"}})).unwrap(),
+            Some("n:asc".to_string())
+        );
+        assert_eq!(
+            sort(json!({"index": {"sort.field": "n", "sort.missing": "_first"}})).unwrap(),
+            Some("n:asc (missing first)".to_string())
+        );
+        assert_eq!(
+            sort(json!({"index": {"refresh_interval": "1s"}})).unwrap(),
+            None
+        );
+        for bad in [
+            json!({"index": {"sort.field": ["a", "b"], "sort.order": ["desc"]}}),
+            json!({"index": {"sort.field": "a", "sort.order": "down"}}),
+            json!({"index": {"sort.field": "a", "sort.missing": "first"}}),
+            json!({"index": {"sort.field": "a", "sort.mode": "max"}}),
+            json!({"index": {"sort.order": "desc"}}),
+            json!({"index": {"sort.field": []}}),
+            json!({"index": {"sort.field": 3}}),
+            json!({"index": {"sort": {"fields": "a"}}}),
+        ] {
+            let e = sort(bad.clone()).unwrap_err();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+        }
     }
 }

@@ -687,3 +687,117 @@ async fn time_budgets_return_partial_results_with_timed_out() {
     .await;
     assert_eq!(r.status, 400, "{}", r.body);
 }
+
+/// `index.sort.*` at creation: kept (GET shows it), every segment in that order, sorted
+/// searches, updates and deletes by id as on an index without it; bad values are 400s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_sort_settings_sort_segments_and_search_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = AppState::open(Config::new(dir.path())).unwrap();
+    let props = r#"{"properties": {"id": {"type": "integer"}, "body": {"type": "text"},
+        "title": {"type": "text"},
+        "date": {"type": "keyword"}, "topics": {"type": "keyword"}}}"#;
+    for (name, settings) in [
+        ("plain", json!({"refresh_interval": "-1"})),
+        (
+            "sorted",
+            json!({"refresh_interval": "-1",
+                   "index": {"sort": {"field": ["date", "id"], "order": ["desc", "asc"]}}}),
+        ),
+    ] {
+        let body = format!(r#"{{"mappings": {props}, "settings": {settings}}}"#);
+        let r = call(&state, "PUT", &format!("/{name}"), Some(&body), JSON).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let mut bulk = String::new();
+        for doc in reuters(400) {
+            bulk.push_str(&json!({"index": {"_id": doc["id"].to_string()}}).to_string());
+            bulk.push('\n');
+            bulk.push_str(&doc.to_string());
+            bulk.push('\n');
+        }
+        // Some replaced, some deleted.
+        for id in [3, 50, 120] {
+            let doc = json!({"id": id, "body": "replaced oil", "date": "1990-01-01"});
+            bulk.push_str(&format!("{{\"index\": {{\"_id\": \"{id}\"}}}}\n{doc}\n"));
+        }
+        for id in [7, 8, 300] {
+            bulk.push_str(&format!("{{\"delete\": {{\"_id\": \"{id}\"}}}}\n"));
+        }
+        let uri = format!("/{name}/_bulk?refresh=true");
+        let r = call(&state, "POST", &uri, Some(&bulk), NDJSON).await;
+        let text = r.body.to_string();
+        assert_eq!(r.body["errors"], false, "{}", &text[..text.len().min(600)]);
+        let uri = format!("/{name}/_flush");
+        assert_eq!(call(&state, "POST", &uri, None, JSON).await.status, 200);
+    }
+    let r = call(&state, "GET", "/sorted", None, JSON).await;
+    let sort = &r.body["sorted"]["settings"]["index"]["sort"];
+    assert_eq!(sort["field"], json!(["date", "id"]), "{}", r.body);
+    assert_eq!(sort["order"], json!(["desc", "asc"]));
+    let index = Index::open(&dir.path().join("sorted/index")).unwrap();
+    assert_eq!(index.index_sort().unwrap().to_string(), "date:desc, id:asc");
+    assert!(index
+        .segments()
+        .iter()
+        .all(|s| s.index_sort() == index.index_sort()));
+    quarry::check_index(
+        &dir.path().join("sorted/index"),
+        quarry::DirectoryKind::Mmap,
+    )
+    .unwrap();
+    for body in [
+        json!({"size": 5, "sort": [{"date": "desc"}, {"id": "asc"}]}),
+        json!({"size": 5, "sort": [{"date": "desc"}], "query": {"match": {"body": "oil"}}}),
+        json!({"size": 3, "sort": [{"date": "desc"}, {"id": "asc"}],
+               "search_after": ["1987-03-26", 5]}),
+        json!({"size": 4, "sort": [{"id": "desc"}]}),
+    ] {
+        let run = |name: &'static str| {
+            let (state, body) = (state.clone(), body.to_string());
+            async move {
+                let r = call(
+                    &state,
+                    "POST",
+                    &format!("/{name}/_search"),
+                    Some(&body),
+                    JSON,
+                )
+                .await;
+                assert_eq!(r.status, 200, "{}", r.body);
+                (
+                    r.body["hits"]["total"].clone(),
+                    r.body["hits"]["hits"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|h| (h["_id"].clone(), h["sort"].clone()))
+                        .collect::<Vec<_>>(),
+                )
+            }
+        };
+        assert_eq!(run("sorted").await, run("plain").await, "{body}");
+    }
+    for (settings, want) in [
+        (json!({"index.sort.field": "body"}), "body"),
+        (json!({"index.sort.field": "nope"}), "nope"),
+        (
+            json!({"index.sort.field": "id", "index.sort.order": "up"}),
+            "up",
+        ),
+        (
+            json!({"index.sort.field": ["id", "date"], "index.sort.order": ["asc"]}),
+            "size mismatch",
+        ),
+    ] {
+        let body = format!(r#"{{"mappings": {props}, "settings": {settings}}}"#);
+        let r = call(&state, "PUT", "/bad", Some(&body), JSON).await;
+        assert_eq!(r.status, 400, "{settings}: {}", r.body);
+        assert_eq!(r.body["error"]["type"], "illegal_argument_exception");
+        assert!(
+            r.body["error"]["reason"].as_str().unwrap().contains(want),
+            "{}",
+            r.body
+        );
+        assert_eq!(call(&state, "HEAD", "/bad", None, JSON).await.status, 404);
+    }
+}

@@ -95,6 +95,8 @@ pub struct IndexHandle {
     dir: PathBuf,
     schema: Schema,
     settings: IndexSettings,
+    /// The index sort fixed at creation (`index.sort.*`), kept in the engine's commit point.
+    index_sort: Option<quarry::IndexSort>,
     primary_term: u64,
     state: Mutex<WriteState>,
     reader: IndexReader,
@@ -125,11 +127,16 @@ impl IndexHandle {
         dir: &Path,
         schema: Schema,
         settings: IndexSettings,
+        index_sort: Option<quarry::IndexSort>,
         metrics: Arc<Metrics>,
     ) -> Result<Self, ApiError> {
         std::fs::create_dir_all(dir).map_err(internal)?;
         let engine_dir = dir.join("index");
-        let mut writer = IndexWriter::create(&engine_dir, schema, writer_options())?;
+        let opts = WriterOptions {
+            index_sort,
+            ..writer_options()
+        };
+        let mut writer = IndexWriter::create(&engine_dir, schema, opts)?;
         writer.set_user_data(TRANSLOG_SEQ, "0");
         writer.commit()?;
         drop(writer);
@@ -153,6 +160,7 @@ impl IndexHandle {
         // holds the writer mutex (see `commit`).
         writer.set_background_merges(true);
         let schema = writer.schema().clone();
+        let index_sort = writer.index_sort().cloned();
         let translog = replay_translog(name, dir, &schema, &mut writer)?;
         let primary_term = versions::next_primary_term(dir)?;
         let reader = writer.reader()?;
@@ -161,6 +169,7 @@ impl IndexHandle {
             dir: dir.to_path_buf(),
             schema,
             settings,
+            index_sort,
             primary_term,
             state: Mutex::new(WriteState {
                 writer,
@@ -187,6 +196,9 @@ impl IndexHandle {
     }
     pub fn settings(&self) -> IndexSettings {
         self.settings
+    }
+    pub fn index_sort(&self) -> Option<&quarry::IndexSort> {
+        self.index_sort.as_ref()
     }
     /// The primary term of this run of the server (see [`versions`]).
     pub fn primary_term(&self) -> u64 {
@@ -376,7 +388,8 @@ mod tests {
         let mappings = serde_json::json!({"properties": {"body": {"type": "text"}}});
         let schema = crate::mapping::schema_from_mappings(Some(&mappings)).unwrap();
         let metrics = Arc::new(Metrics::default());
-        let h = IndexHandle::create("i", &dir, schema, IndexSettings::default(), metrics).unwrap();
+        let h = IndexHandle::create("i", &dir, schema, IndexSettings::default(), None, metrics)
+            .unwrap();
         for i in 0..14 {
             let (results, seq) = h.write(vec![doc(i)]);
             assert!(results.iter().all(|r| r.is_ok()));

@@ -401,12 +401,24 @@ fn index_info(h: &IndexHandle) -> Value {
         Some(ms) => format!("{ms}ms"),
         None => "-1".into(),
     };
+    let mut index = json!({"number_of_shards": "1",
+                           "number_of_replicas": h.settings().number_of_replicas.to_string(),
+                           "refresh_interval": refresh, "provided_name": h.name()});
+    if let Some(sort) = h.index_sort() {
+        // As Elasticsearch reports `index.sort.*`: lists, one entry per key.
+        let f = |g: &dyn Fn(&quarry::IndexSortField) -> String| -> Vec<String> {
+            sort.fields.iter().map(g).collect()
+        };
+        index["sort"] = json!({
+            "field": f(&|k| k.field.clone()),
+            "order": f(&|k| if k.descending { "desc" } else { "asc" }.into()),
+            "missing": f(&|k| if k.missing_first { "_first" } else { "_last" }.into()),
+        });
+    }
     json!({h.name(): {
         "aliases": {},
         "mappings": mappings_of(h.schema()),
-        "settings": {"index": {"number_of_shards": "1",
-                               "number_of_replicas": h.settings().number_of_replicas.to_string(),
-                               "refresh_interval": refresh, "provided_name": h.name()}},
+        "settings": {"index": index},
     }})
 }
 
