@@ -215,6 +215,11 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             with_attrs(py, LockedError::new_err(msg), &[("path", obj(py, path))])
         }
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        Error::IndexSort { field, .. } => with_attrs(
+            py,
+            InvalidArgumentError::new_err(msg),
+            &[("field", obj(py, field))],
+        ),
         Error::WriterPoisoned(_) => WriterError::new_err(msg),
         _ => QuarryError::new_err(msg),
     }

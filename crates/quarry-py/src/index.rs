@@ -12,6 +12,24 @@ use crate::schema::PySchema;
 use crate::search::PySearcher;
 use crate::{convert, detached, errors};
 
+/// `Index.create`'s ``index_sort``: ``("field", "desc")`` pairs or ``"field:desc"`` strings.
+fn parse_index_sort(py: Python<'_>, items: &[Bound<'_, PyAny>]) -> PyResult<quarry::IndexSort> {
+    let mut fields = Vec::with_capacity(items.len());
+    for item in items {
+        let spec = if let Ok(s) = item.extract::<String>() {
+            s
+        } else if let Ok((f, o)) = item.extract::<(String, String)>() {
+            format!("{f}:{o}")
+        } else {
+            return Err(PyTypeError::new_err(
+                "index_sort takes (\"field\", \"asc\" | \"desc\") pairs or \"field[:asc|desc]\" strings",
+            ));
+        };
+        fields.push(quarry::IndexSortField::parse(&spec).map_err(|e| errors::to_py(py, e))?);
+    }
+    Ok(quarry::IndexSort::new(fields))
+}
+
 /// A quarry index in a directory.
 ///
 /// >>> index = quarry.Index.create("/tmp/idx", schema)       # or quarry.Index.open(path)
@@ -30,14 +48,32 @@ impl PyIndex {
     /// Creates an empty index with ``schema`` in ``path`` (created if missing) and commits it.
     /// ``path`` must not hold an index unless ``overwrite`` is true (then the old index stays
     /// readable until this empty commit replaces it).
+    ///
+    /// ``index_sort``: keep every segment's documents in this order, fixed for the index's
+    /// life: a list of ``("field", "asc" | "desc")`` pairs or ``"field[:asc|desc]"`` strings,
+    /// fields with a column only (integer, float, date, boolean, keyword); documents without a
+    /// value go last. A sorted search whose leading keys are these stops early in each segment.
+    /// Raises :class:`InvalidArgumentError` (attribute ``field``) for a field that cannot be
+    /// sorted by or a bad order.
     #[staticmethod]
-    #[pyo3(signature = (path, schema, overwrite = false))]
-    fn create(py: Python<'_>, path: PathBuf, schema: &PySchema, overwrite: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, schema, overwrite = false, index_sort = None))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        schema: &PySchema,
+        overwrite: bool,
+        index_sort: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<Self> {
         let schema = schema.inner.clone();
         let p = path.clone();
+        let index_sort = match index_sort {
+            None => None,
+            Some(items) => Some(parse_index_sort(py, &items)?),
+        };
         detached(py, move || {
             let opts = WriterOptions {
                 threads: 1,
+                index_sort,
                 ..Default::default()
             };
             let mut w = if overwrite {
@@ -67,6 +103,19 @@ impl PyIndex {
     #[getter]
     fn path(&self) -> PathBuf {
         self.path.clone()
+    }
+
+    /// The index sort the index was created with, as ``[("field", "asc" | "desc"), ...]``, or
+    /// None.
+    #[getter]
+    fn index_sort(&self) -> Option<Vec<(String, &'static str)>> {
+        let index = self.reader.inner.index();
+        index.index_sort().map(|s| {
+            s.fields
+                .iter()
+                .map(|k| (k.field.clone(), if k.descending { "desc" } else { "asc" }))
+                .collect()
+        })
     }
 
     /// The index's schema.
