@@ -350,3 +350,52 @@ fn check_finds_a_segment_out_of_its_claimed_order() {
     let e = check_index(tmp.path(), DirectoryKind::Mmap).unwrap_err();
     assert!(e.to_string().contains("claims index sort [n:asc]"), "{e}");
 }
+
+/// Background merges of a sorted index: documents deleted while a merge runs are deleted in the
+/// merged (re-sorted) segment through its doc maps, as without a sort.
+#[test]
+fn background_merges_keep_the_order_and_deletions_made_meanwhile() {
+    let schema = schema();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sort = IndexSort::parse(&["n:desc", "k"]).unwrap();
+    for (dir, s) in [(&a, None), (&b, Some(sort.clone()))] {
+        let mut o = opts(1, s);
+        o.merge_policy = MergePolicy::Log { factor: 2 };
+        let mut w = IndexWriter::create(dir.path(), schema.clone(), o).unwrap();
+        w.set_background_merges(true);
+        for i in 0..600usize {
+            let op = Op::Add {
+                n: vec![((i * 37) % 101) as i64 - 50],
+                x: None,
+                k: ["a", "b", "c"].get(i % 4).copied(),
+                tags: vec![],
+                words: vec!["red"],
+            };
+            w.add_document(doc(&schema, i, &op)).unwrap();
+            if i % 50 == 49 {
+                w.commit().unwrap();
+                // Deletions of older documents, possibly in segments being merged.
+                w.delete_term("id", &FieldValue::Str(format!("d{}", i - 45)))
+                    .unwrap();
+            }
+        }
+        w.wait_for_merges().unwrap();
+        w.commit().unwrap();
+    }
+    check_index(b.path(), DirectoryKind::Mmap).unwrap();
+    let (plain, sorted) = (
+        Index::open(a.path()).unwrap(),
+        Index::open(b.path()).unwrap(),
+    );
+    assert!(sorted.segments().len() < 12, "merges ran");
+    assert!(sorted
+        .segments()
+        .iter()
+        .all(|s| s.index_sort() == Some(&sort)));
+    let by = [SortField::desc("n"), SortField::asc("k")];
+    assert_eq!(
+        run(&sorted, &Query::MatchAll, &by, 10_000, None),
+        run(&plain, &Query::MatchAll, &by, 10_000, None)
+    );
+    assert_eq!(sorted.live_doc_count(), 600 - 12);
+}
