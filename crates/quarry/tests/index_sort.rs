@@ -399,3 +399,43 @@ fn background_merges_keep_the_order_and_deletions_made_meanwhile() {
     );
     assert_eq!(sorted.live_doc_count(), 600 - 12);
 }
+
+/// A flushed segment whose documents came in sort order is kept as written (only its meta
+/// records the sort); one out of order is rewritten under a new name. Both pass `check`.
+#[test]
+fn a_flush_already_in_order_is_not_rewritten() {
+    let schema = schema();
+    for (ascending, rewritten) in [(true, false), (false, true)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let sort = IndexSort::parse(&["n"]).unwrap();
+        let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts(1, Some(sort))).unwrap();
+        for i in 0..50i64 {
+            let n = if ascending { i } else { 50 - i };
+            let op = Op::Add {
+                n: vec![n],
+                x: None,
+                k: None,
+                tags: vec![],
+                words: vec!["red"],
+            };
+            w.add_document(doc(&schema, i as usize, &op)).unwrap();
+        }
+        w.commit().unwrap();
+        drop(w);
+        check_index(tmp.path(), DirectoryKind::Mmap).unwrap();
+        let index = Index::open(tmp.path()).unwrap();
+        assert_eq!(index.segments().len(), 1);
+        assert_eq!(index.segments()[0].name() != "s000000", rewritten);
+        let files: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("s0"))
+            .collect();
+        assert!(
+            files
+                .iter()
+                .all(|n| n.starts_with(index.segments()[0].name())),
+            "{files:?}"
+        );
+    }
+}

@@ -120,6 +120,27 @@ fn key_part(view: Option<&ColumnView<'_>>, doc: u32, descending: bool) -> KeyPar
     }
 }
 
+/// A document found out of order: its id, the key of the document before it, its own key.
+pub type OutOfOrder = (u32, Vec<KeyPart>, Vec<KeyPart>);
+
+/// The first document of `seg` that does not sort after the one before it under `sort` (ties
+/// by increasing sequence number), with both keys; None when the segment is in that order.
+pub fn first_out_of_order(seg: &SegmentReader, sort: &IndexSort) -> Result<Option<OutOfOrder>> {
+    let keys = SegmentKeys::new(seg, sort)?;
+    let (mut prev, mut cur) = (Vec::new(), Vec::new());
+    for d in 0..seg.doc_count() {
+        keys.key(d, &mut cur);
+        if d > 0 {
+            let o = compare_keys(sort, &prev, &cur).then(seg.seq(d - 1).cmp(&seg.seq(d)));
+            if o != Ordering::Less {
+                return Ok(Some((d, prev, cur)));
+            }
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Ok(None)
+}
+
 /// Checks that a segment whose meta names an index sort holds its documents in that order,
 /// ties in increasing sequence number; an error names the first document out of order.
 pub fn check_order(seg: &SegmentReader) -> Result<()> {
@@ -129,27 +150,18 @@ pub fn check_order(seg: &SegmentReader) -> Result<()> {
     let meta_name = SegmentMeta::file_name(seg.name(), "meta");
     sort.validate(seg.schema())
         .map_err(|e| Error::corrupt(&meta_name, format!("its index sort is unusable: {e}")))?;
-    let keys = SegmentKeys::new(seg, sort)?;
-    let (mut prev, mut cur) = (Vec::new(), Vec::new());
-    for d in 0..seg.doc_count() {
-        keys.key(d, &mut cur);
-        if d > 0 {
-            let o = compare_keys(sort, &prev, &cur).then(seg.seq(d - 1).cmp(&seg.seq(d)));
-            if o != Ordering::Less {
-                return Err(Error::corrupt(
-                    &meta_name,
-                    format!(
-                        "the segment claims index sort [{sort}] but document {d} ({cur:?}, index order {}) sorts before document {} ({prev:?}, index order {})",
-                        seg.seq(d),
-                        d - 1,
-                        seg.seq(d - 1)
-                    ),
-                ));
-            }
-        }
-        std::mem::swap(&mut prev, &mut cur);
+    match first_out_of_order(seg, sort)? {
+        None => Ok(()),
+        Some((d, prev, cur)) => Err(Error::corrupt(
+            &meta_name,
+            format!(
+                "the segment claims index sort [{sort}] but document {d} ({cur:?}, index order {}) sorts before document {} ({prev:?}, index order {})",
+                seg.seq(d),
+                d - 1,
+                seg.seq(d - 1)
+            ),
+        )),
     }
-    Ok(())
 }
 
 #[cfg(test)]

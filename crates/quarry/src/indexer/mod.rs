@@ -125,28 +125,35 @@ impl Shared {
 
     /// Rewrites a flushed segment in index-sort order, as a merge of that one segment into a
     /// new one (the unsorted one is removed). The simplest correct way: the merge path already
-    /// carries every structure through a doc map; the price is writing the segment twice.
+    /// carries every structure through a doc map; the price is writing the segment twice. A
+    /// segment already in order (documents added in sort order) only has its meta rewritten
+    /// to record the sort (no commit references it yet).
     fn sort_flushed(
         &self,
-        meta: SegmentMeta,
+        mut meta: SegmentMeta,
         sort: &crate::index_sort::IndexSort,
     ) -> Result<SegmentMeta> {
+        let seg = SegmentReader::open(self.dir.clone(), &meta.name, &self.schema)?;
+        if crate::index::sorted::first_out_of_order(&seg, sort)?.is_none() {
+            drop(seg);
+            meta.index_sort = Some(sort.clone());
+            let file = SegmentMeta::file_name(&meta.name, "meta");
+            segment_writer::write_file(&*self.dir, &file, &meta.encode())?;
+            return Ok(meta);
+        }
         let target = self.segment_name();
         self.building
             .lock()
             .expect("building set")
             .insert(target.clone());
-        let result =
-            SegmentReader::open(self.dir.clone(), &meta.name, &self.schema).and_then(|seg| {
-                merge::merge_segments(
-                    &*self.dir,
-                    &self.schema,
-                    &[Arc::new(seg)],
-                    &[None],
-                    &target,
-                    Some(sort),
-                )
-            });
+        let result = merge::merge_segments(
+            &*self.dir,
+            &self.schema,
+            &[Arc::new(seg)],
+            &[None],
+            &target,
+            Some(sort),
+        );
         self.building.lock().expect("building set").remove(&target);
         for (ext, _) in format::SEGMENT_FILES {
             let _ = self.dir.delete(&SegmentMeta::file_name(&meta.name, ext));
