@@ -81,6 +81,7 @@ public final class LuceneBench {
       case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
       case "oracle-structured" -> LuceneStructured.cmd(a);
+      case "structured-bench" -> LuceneStructuredBench.cmd(a);
       case "ops" -> LuceneOps.cmdOps(a);
       case "probe" -> LuceneProbe.cmdProbe(a);
       default -> {
@@ -108,6 +109,8 @@ public final class LuceneBench {
                     --out FILE [--index DIR]
           oracle-structured --input DOCS.jsonl[.zst|.gz] --queries Q.jsonl --out FILE [--index DIR]
                     (ranges and sorts on id, date, topics: see LuceneStructured.java)
+          structured-bench --data DIR --index DIR --queries SPECS.jsonl [--warmup W] [--iters I]
+                    (quarry-bench structured: see LuceneStructuredBench.java)
           ops       --input DOCS.jsonl[.zst|.gz] --script OPS.jsonl --queries Q.jsonl --index DIR
                     [--modes top10,top10_count,count]   (replay adds/deletes/updates, answer queries)
         """);
