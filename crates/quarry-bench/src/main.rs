@@ -34,6 +34,7 @@ mod protocol;
 mod report;
 #[cfg(feature = "quarry-driver")]
 mod skiplist;
+mod structured;
 mod workload;
 
 use anyhow::Result;
@@ -79,6 +80,11 @@ enum Cmd {
     /// the W2 intersection queries, disk-resident (O_DIRECT) and warm (bench/results/skiplist-<date>.md).
     #[cfg(feature = "quarry-driver")]
     Skiplist(skiplist::SkiplistArgs),
+    /// Ranges, sorts and aggregations on the NYC flights and Reuters, quarry vs Tantivy vs
+    /// Lucene, every answer checked against an exact oracle (report under --out).
+    Structured(structured::StructuredArgs),
+    /// One engine's process of `structured` (the orchestrator spawns these).
+    StructuredDriver(structured::driver::DriverArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
     Load(load::LoadArgs),
     /// Time budgets on the slowest W2 queries through a running `quarry serve`.
@@ -134,6 +140,8 @@ fn real_main() -> Result<()> {
         #[cfg(feature = "quarry-driver")]
         Cmd::Skiplist(args) => skiplist::run(args),
         Cmd::Codecs(args) => codecs::run(args),
+        Cmd::Structured(args) => structured::run(args),
+        Cmd::StructuredDriver(args) => structured::driver_main(args),
         Cmd::Load(args) => load::run(args),
         Cmd::Budget(args) => budget::run(args),
         Cmd::Driver {
