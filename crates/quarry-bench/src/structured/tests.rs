@@ -75,13 +75,15 @@ fn range(field: &str, gte: Option<i64>, lte: Option<i64>) -> Filter {
     }
 }
 
-fn sort(field: &str, desc: bool, after: Option<(i64, i64)>) -> Op {
+/// A sort; `after` is `(value, id, position of that hit)` (the position is the offset engines
+/// without search_after page with).
+fn sort(field: &str, desc: bool, after: Option<(i64, i64, usize)>) -> Op {
     Op::Sort {
         field: field.into(),
         desc,
         k: 3,
-        after,
-        offset: 0,
+        after: after.map(|(v, id, _)| (v, id)),
+        offset: after.map_or(0, |a| a.2),
     }
 }
 
@@ -123,12 +125,17 @@ fn specs() -> Vec<QuerySpec> {
         ),
         spec("sort_desc", vec![], &[], sort("delay", true, None)),
         spec("sort_asc", vec![], &[], sort("delay", false, None)),
-        spec("sort_after", vec![], &[], sort("delay", true, Some((7, 1)))),
+        spec(
+            "sort_after",
+            vec![],
+            &[],
+            sort("delay", true, Some((7, 1, 2))),
+        ),
         spec(
             "sort_after_asc",
             vec![],
             &[],
-            sort("delay", false, Some((5, 0))),
+            sort("delay", false, Some((5, 0, 3))),
         ),
         spec(
             "terms",
@@ -202,6 +209,17 @@ fn the_oracle_counts_sorts_and_groups_by_hand() {
     assert_eq!(ids(&answer("sort_asc")), vec![4, 6, 0]);
     assert_eq!(ids(&answer("sort_after")), vec![5, 0, 3]);
     assert_eq!(ids(&answer("sort_after_asc")), vec![3, 1, 5]);
+    // The positions the specs page after, as the query set computes them.
+    let ds = dataset();
+    let all = spec("all", vec![], &[], sort("delay", true, None));
+    assert_eq!(
+        oracle::after_position(&ds, &all, "delay", true, 2).unwrap(),
+        Some((7, 1))
+    );
+    assert_eq!(
+        oracle::after_position(&ds, &all, "delay", false, 3).unwrap(),
+        Some((5, 0))
+    );
     // a: 0, 3, 6; c: 1, 3, 4; b: 1, 5; d: 7. Ties by key ascending.
     assert_eq!(
         answer("terms"),
