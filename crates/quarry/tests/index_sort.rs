@@ -439,3 +439,46 @@ fn a_flush_already_in_order_is_not_rewritten() {
         );
     }
 }
+
+/// A sorted segment has about one add-order run per document: past 64 they are kept in
+/// `.cols` (the meta's JSON lists none), read back at open, and ties still break by add order.
+#[test]
+fn many_add_order_runs_live_in_cols_and_still_break_ties() {
+    let schema = schema();
+    let tmp = tempfile::tempdir().unwrap();
+    let sort = IndexSort::parse(&["n"]).unwrap();
+    let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts(1, Some(sort))).unwrap();
+    // Keys that interleave the add order: 300 documents, 10 per key.
+    for i in 0..300usize {
+        let op = Op::Add {
+            n: vec![(i * 7 % 30) as i64],
+            x: None,
+            k: None,
+            tags: vec![],
+            words: vec!["red"],
+        };
+        w.add_document(doc(&schema, i, &op)).unwrap();
+    }
+    w.commit().unwrap();
+    drop(w);
+    check_index(tmp.path(), DirectoryKind::Mmap).unwrap();
+    let index = Index::open(tmp.path()).unwrap();
+    let seg = &index.segments()[0];
+    let meta = std::fs::read(tmp.path().join(format!("{}.meta", seg.name()))).unwrap();
+    let text = String::from_utf8_lossy(&meta);
+    assert!(text.contains("\"seq_runs\":[]"), "{text}");
+    assert!(text.contains("\"seq_runs_at\""), "{text}");
+    assert!(seg.meta().seq_runs.len() >= 64);
+    // Ascending by n, ties by add order: the ids of key 0 are the multiples of 30, in order.
+    let searcher = index.searcher();
+    let top = searcher
+        .search_sorted(&Query::MatchAll, &[SortField::asc("n")], 10, None, false)
+        .unwrap();
+    let ids: Vec<Value> = top
+        .hits
+        .iter()
+        .map(|h| searcher.stored_fields(h.hit.doc).unwrap()["id"].clone())
+        .collect();
+    let want: Vec<Value> = (0..10).map(|i| json!(format!("d{}", i * 30))).collect();
+    assert_eq!(ids, want);
+}

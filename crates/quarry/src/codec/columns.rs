@@ -164,7 +164,8 @@ impl ColumnsWriter {
     }
 }
 
-fn append(out: &mut Vec<u8>, bytes: &[u8]) -> Span {
+/// Appends `bytes` to `out` at the next multiple of 8 and returns where they lie.
+pub(crate) fn append(out: &mut Vec<u8>, bytes: &[u8]) -> Span {
     while !out.len().is_multiple_of(8) {
         out.push(0);
     }

@@ -62,6 +62,24 @@ pub struct SegmentMeta {
     /// absent: in the order they were added). See [`crate::index_sort`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_sort: Option<crate::index_sort::IndexSort>,
+    /// Where `seq_runs` lie in `.cols` when there are many (format v8; a sorted segment has
+    /// about one run per document): the JSON then lists none, and opening the segment reads
+    /// them from there (`SegmentReader::open`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_runs_at: Option<SeqRunsAt>,
+}
+
+/// Runs of at least this many are written to `.cols` rather than into the meta's JSON.
+pub const SEQ_RUNS_INLINE: usize = 64;
+
+/// `seq_runs` kept in `.cols`: two columns of `runs` rows, the runs' first local documents and
+/// their first sequence numbers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeqRunsAt {
+    pub runs: u32,
+    pub docs_at: super::columns::Span,
+    pub seqs_at: super::columns::Span,
 }
 
 /// The pairs of frequent words a segment indexes (format v6).
@@ -83,7 +101,15 @@ impl SegmentMeta {
 
     pub fn encode(&self) -> Vec<u8> {
         let mut out = format::begin(KIND_META);
-        out.extend_from_slice(&serde_json::to_vec(self).expect("meta serializes"));
+        let json = if self.seq_runs_at.is_some() {
+            // The runs are in `.cols`.
+            let mut m = self.clone();
+            m.seq_runs = Vec::new();
+            serde_json::to_vec(&m)
+        } else {
+            serde_json::to_vec(self)
+        };
+        out.extend_from_slice(&json.expect("meta serializes"));
         format::finish(out)
     }
 
@@ -114,6 +140,23 @@ impl SegmentMeta {
         if meta.columns.iter().any(|c| c.is_some()) && !meta.files.contains_key("cols") {
             return Err(Error::corrupt(file, "columns listed without a .cols file"));
         }
+        if meta.seq_runs_at.is_some() {
+            if !meta.seq_runs.is_empty() || !meta.files.contains_key("cols") {
+                return Err(Error::corrupt(
+                    file,
+                    "sequence runs both listed and in .cols, or without a .cols file",
+                ));
+            }
+            // Checked by `check_seq_runs` once read from `.cols`.
+            return Ok(meta);
+        }
+        meta.check_seq_runs(file)?;
+        Ok(meta)
+    }
+
+    /// The sequence runs start at document 0 and increase within the segment.
+    pub fn check_seq_runs(&self, file: &str) -> Result<()> {
+        let meta = self;
         let mut prev: Option<(u32, u64)> = None;
         for &(l, s) in &meta.seq_runs {
             if l >= meta.doc_count.max(1) || prev.is_some_and(|(pl, _)| pl >= l) {
@@ -130,7 +173,7 @@ impl SegmentMeta {
                 "sequence runs do not start at document 0",
             ));
         }
-        Ok(meta)
+        Ok(())
     }
 
     /// The smallest sequence number of each run and of every run after it (a suffix minimum
@@ -326,6 +369,7 @@ mod tests {
                 pairs: None,
                 columns: Vec::new(),
                 index_sort: None,
+                seq_runs_at: None,
             };
             let want = (0..=l)
                 .find(|&d| (d..l).all(|x| meta.seq(x) > probe))

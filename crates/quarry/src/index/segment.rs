@@ -173,12 +173,44 @@ fn read_body(file: &VerifiedFile, start: u64, len: u64, what: &str) -> Result<By
     }
 }
 
+/// The sequence runs a segment keeps in `.cols` (`SegmentMeta::seq_runs_at`).
+fn read_seq_runs(
+    cols: &VerifiedFile,
+    at: &crate::codec::meta::SeqRunsAt,
+) -> Result<Vec<(u32, u64)>> {
+    use quarry_codecs::column::Column;
+    let docs = read_body(cols, at.docs_at.0, at.docs_at.1, "sequence run documents")?;
+    let seqs = read_body(cols, at.seqs_at.0, at.seqs_at.1, "sequence run numbers")?;
+    let bad = |what: String| Error::corrupt(cols.name(), what);
+    let d = Column::open(&docs).map_err(|e| bad(format!("sequence run documents: {e}")))?;
+    let s = Column::open(&seqs).map_err(|e| bad(format!("sequence run numbers: {e}")))?;
+    if d.len() != at.runs as usize || s.len() != at.runs as usize {
+        return Err(bad(format!(
+            "{} and {} sequence run rows, the meta says {}",
+            d.len(),
+            s.len(),
+            at.runs
+        )));
+    }
+    let (mut dv, mut sv) = (vec![0u64; d.len()], vec![0u64; s.len()]);
+    d.get_range(0, &mut dv);
+    s.get_range(0, &mut sv);
+    dv.into_iter()
+        .zip(sv)
+        .map(|(doc, seq)| {
+            u32::try_from(doc)
+                .map(|doc| (doc, seq))
+                .map_err(|_| bad(format!("sequence run at document {doc}")))
+        })
+        .collect()
+}
+
 impl SegmentReader {
     /// Opens segment `name`: verifies its meta fully and the other files' frames.
     pub fn open(dir: Arc<dyn Directory>, name: &str, schema: &Schema) -> Result<Self> {
         let meta_name = SegmentMeta::file_name(name, "meta");
         let meta_bytes = dir.open(&meta_name)?.read_all()?;
-        let meta = SegmentMeta::decode(&meta_name, &meta_bytes)?;
+        let mut meta = SegmentMeta::decode(&meta_name, &meta_bytes)?;
         if meta.name != name {
             return Err(Error::corrupt(
                 meta_name,
@@ -214,6 +246,10 @@ impl SegmentReader {
             store: next(),
             cols: it.next(),
         };
+        if let (Some(at), Some(cols)) = (meta.seq_runs_at.clone(), &files.cols) {
+            meta.seq_runs = read_seq_runs(cols, &at)?;
+            meta.check_seq_runs(&meta_name)?;
+        }
         let n = schema.fields().len();
         let post_view = files.post.mapped_view();
         let pos_view = files.pos.mapped_view();

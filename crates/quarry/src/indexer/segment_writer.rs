@@ -173,6 +173,18 @@ impl SegmentFileWriter {
         files.insert("pos".to_string(), self.pos_file.finish()?);
         let mut cols_file = format::begin(format::KIND_COLUMNS);
         let columns = columns.write(doc_count, &mut cols_file);
+        // Many runs (a sorted segment has about one per document) go to `.cols`, read there
+        // at open, rather than into the meta's JSON.
+        let seq_runs_at = (seq_runs.len() >= crate::codec::meta::SEQ_RUNS_INLINE).then(|| {
+            use crate::codec::columns::append;
+            let docs: Vec<u64> = seq_runs.iter().map(|r| u64::from(r.0)).collect();
+            let seqs: Vec<u64> = seq_runs.iter().map(|r| r.1).collect();
+            crate::codec::meta::SeqRunsAt {
+                runs: seq_runs.len() as u32,
+                docs_at: append(&mut cols_file, &quarry_codecs::column::encode(&docs)),
+                seqs_at: append(&mut cols_file, &quarry_codecs::column::encode(&seqs)),
+            }
+        });
         let contents: [(&str, Vec<Vec<u8>>); 3] = [
             ("terms", vec![self.terms_file]),
             ("norms", vec![self.norms_file]),
@@ -206,6 +218,7 @@ impl SegmentFileWriter {
             files,
             columns,
             index_sort: self.index_sort,
+            seq_runs_at,
         };
         write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
         Ok(meta)

@@ -289,6 +289,28 @@ impl Searcher {
                     if need_scores {
                         max_score = Some(max_score.map_or(score, |m: f32| m.max(score)));
                     }
+                    // A match whose first key already sorts after the k-th kept hit cannot
+                    // compete: rejected before its other keys are read (a keyword key copies
+                    // its term).
+                    if kept.len() >= k && k > 0 {
+                        let first = match keys[0] {
+                            Resolved::Score => Part::F(score),
+                            Resolved::Seq => Part::U(seg.seq(d)),
+                            Resolved::Field(..) => {
+                                field_part(views[0].as_ref(), d, sort[0].descending)
+                            }
+                        };
+                        let worst = &kept[kept.len() - 1].key[0];
+                        if compare_part(&sort[0], &first, worst) == Ordering::Greater {
+                            if shared > 0 {
+                                // In index-sort order: every later match sorts after it too.
+                                skipped = true;
+                                break;
+                            }
+                            d = s.next();
+                            continue;
+                        }
+                    }
                     key.clear();
                     for (i, k) in keys.iter().enumerate() {
                         key.push(match k {
