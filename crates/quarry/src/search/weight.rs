@@ -507,6 +507,15 @@ impl Weight {
                     ws.map(|w| w.count_term(ord)).collect()
                 }
                 let has_required = !must.is_empty() || !filter.is_empty();
+                if let ([only], []) | ([], [only]) = (&must[..], &filter[..]) {
+                    // One required clause and no exclusion: its matches, whatever the
+                    // optional clauses (a range given as a filter counts by its points).
+                    if must_not.is_empty() && *min_should == 0 {
+                        if let Some(n) = only.fast_count(seg, ord, budget)? {
+                            return Ok(Some(n));
+                        }
+                    }
+                }
                 if has_required && *min_should == 0 {
                     // Optional clauses never change which documents match here.
                     let Some(req) = terms(must.iter().chain(filter), ord) else {
