@@ -6,7 +6,7 @@
 //! [`AppState`] to drive it in-process (tests).
 //!
 //! Modules: [`routes`] (the routing table; handlers in `routes::{admin, documents,
-//! searching}`), [`dsl`] (query DSL → `Query`), [`bulk`] (NDJSON), [`search`] (request
+//! searching, multi}`), [`dsl`] (query DSL → `Query`), [`bulk`] (NDJSON), [`search`] (request
 //! parameters and response shape), [`engine`] (the one owner of engine handles; writes,
 //! versions and refresh scheduling in `engine::{write, versions, refresh}`), [`indices`]
 //! (registry under the data directory), [`translog`], [`mapping`], [`metrics`], [`error`].

@@ -260,20 +260,46 @@ async fn fetch_doc(
     blocking(state, move || h.get(&id)).await
 }
 
-/// `GET /{index}/_doc/{id}` (realtime).
-pub async fn get_doc(
-    State(state): State<AppState>,
-    Path((index, id)): Path<(String, String)>,
-    UrlQuery(p): Params,
-) -> ApiResult {
-    check_params(&p, &format!("/{index}/_doc/{id}"), &["_source"])?;
-    let filter = match p.get("_source") {
+/// The `_source` filter of the URL parameters of a document read (`GET /{index}/_doc/{id}`,
+/// `_mget`), as Elasticsearch reads them: `_source` is `true`, `false` or patterns;
+/// `_source_includes` replaces its patterns and `_source_excludes` adds excluded ones, and
+/// either turns `_source` on unless `_source=false` turned it off.
+pub fn source_params(p: &HashMap<String, String>) -> Result<search::SourceFilter, ApiError> {
+    let mut filter = match p.get("_source") {
         Some(s) => search::parse_source(&Value::String(s.clone()))?,
         None => search::SourceFilter {
             enabled: true,
             ..Default::default()
         },
     };
+    let patterns = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    if let Some(s) = p.get("_source_includes") {
+        filter.includes = patterns(s);
+    }
+    if let Some(s) = p.get("_source_excludes") {
+        filter.excludes = patterns(s);
+    }
+    Ok(filter)
+}
+
+/// `GET /{index}/_doc/{id}` (realtime).
+pub async fn get_doc(
+    State(state): State<AppState>,
+    Path((index, id)): Path<(String, String)>,
+    UrlQuery(p): Params,
+) -> ApiResult {
+    check_params(
+        &p,
+        &format!("/{index}/_doc/{id}"),
+        &["_source", "_source_includes", "_source_excludes"],
+    )?;
+    let filter = source_params(&p)?;
     match fetch_doc(&state, &index, id.clone()).await? {
         Some((src, meta)) => {
             let mut body = json!({"_index": index, "_id": id, "_version": meta.version,

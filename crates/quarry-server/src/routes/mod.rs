@@ -2,10 +2,10 @@
 //!
 //! The handlers live in one module per group of endpoints: [`admin`] (the root, cluster
 //! health, `_cat`, metrics, index lifecycle, refresh and flush), [`documents`] (single-document
-//! writes and reads, `_bulk`) and [`searching`] (`_search`, `_count`). An endpoint quarry lacks
-//! gets Elasticsearch's `no handler found for uri [..] and method [..]` (400), a known path
-//! with the wrong method a 405, and a path whose first segment starts with `_` never reads as an
-//! index name.
+//! writes and reads, `_bulk`), [`searching`] (`_search`, `_count`) and [`multi`] (`_mget`,
+//! `_msearch`). An endpoint quarry lacks gets Elasticsearch's `no handler found for uri [..]
+//! and method [..]` (400), a known path with the wrong method a 405, and a path whose first
+//! segment starts with `_` never reads as an index name.
 use std::collections::HashMap;
 
 use axum::body::{Body, Bytes};
@@ -21,10 +21,12 @@ use crate::AppState;
 
 pub mod admin;
 pub mod documents;
+pub mod multi;
 pub mod searching;
 
 use admin::*;
 use documents::*;
+use multi::*;
 use searching::*;
 
 type Params = UrlQuery<HashMap<String, String>>;
@@ -41,6 +43,8 @@ pub fn routes() -> Router<AppState> {
         .route("/_cluster/health/{index}", get(cluster_health_of))
         .route("/_bulk", post(bulk_all).put(bulk_all))
         .route("/_refresh", post(refresh_all).get(refresh_all))
+        .route("/_mget", get(mget_all).post(mget_all))
+        .route("/_msearch", get(msearch_all).post(msearch_all))
         .route(
             "/{index}",
             get(get_index)
@@ -65,6 +69,8 @@ pub fn routes() -> Router<AppState> {
         .route("/{index}/_update/{id}", post(update_doc))
         .route("/{index}/_search", get(search_index).post(search_index))
         .route("/{index}/_count", get(count_index).post(count_index))
+        .route("/{index}/_mget", get(mget_index).post(mget_index))
+        .route("/{index}/_msearch", get(msearch_index).post(msearch_index))
 }
 
 /// Runs blocking engine work on the bounded pool (searches wait for a permit).
@@ -130,7 +136,7 @@ pub fn no_handler(method: &Method, path: &str) -> ApiError {
     )
 }
 
-/// Paths such as `/_search` or `/_mget/..` match `/{index}` routes: a first segment starting
+/// Paths such as `/_search` or `/_mtermvectors/..` match `/{index}` routes: a first segment starting
 /// with `_` is an endpoint quarry lacks, never an index name.
 pub(crate) fn not_an_endpoint(method: &Method, index: &str, path: &str) -> Result<(), ApiError> {
     if index.starts_with('_') {
