@@ -542,6 +542,28 @@ async fn bad_input_gets_4xx_never_5xx() {
             NDJSON,
             400,
         ),
+        (
+            "POST",
+            "/t/_msearch".into(),
+            Some(format!("{{}}\n{deep}\n")),
+            NDJSON,
+            400,
+        ),
+        (
+            "POST",
+            "/t/_msearch".into(),
+            Some("{}\n".into()),
+            NDJSON,
+            400,
+        ),
+        ("POST", "/t/_mget".into(), Some(deep.clone()), JSON, 400),
+        (
+            "POST",
+            "/t/_mget".into(),
+            Some(r#"{"docs": [{"_id": ["x"]}]}"#.into()),
+            JSON,
+            400,
+        ),
         ("PUT", "/..".into(), Some("{}".into()), JSON, 400),
         (
             "PUT",
@@ -800,4 +822,75 @@ async fn index_sort_settings_sort_segments_and_search_alike() {
         );
         assert_eq!(call(&state, "HEAD", "/bad", None, JSON).await.status, 404);
     }
+}
+
+/// `_msearch` with the clients' NDJSON media type over the Reuters corpus: each search answers
+/// exactly what `_search` answers alone, and a bad search in the middle fails only its own
+/// entry. `_mget` reads back what `GET /_doc` reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msearch_and_mget_answer_like_their_single_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = AppState::open(Config::new(dir.path())).unwrap();
+    reuters_index(&state, 500).await;
+    let searches = [
+        json!({"query": {"match": {"body": "oil prices"}}, "size": 5}),
+        json!({"query": {"term": {"topics": "grain"}}, "sort": [{"id": "desc"}], "from": 2}),
+        json!({"query": {"range": {"id": {"gte": "one"}}}}),
+        json!({"size": 0, "aggs": {"t": {"terms": {"field": "topics", "size": 3}}}}),
+    ];
+    let mut body = String::new();
+    for s in &searches {
+        body.push_str("{\"index\": \"reuters\"}\n");
+        body.push_str(&s.to_string());
+        body.push('\n');
+    }
+    let r = call(&state, "POST", "/_msearch", Some(&body), NDJSON).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let responses = r.body["responses"].as_array().unwrap();
+    assert_eq!(responses.len(), searches.len());
+    for (i, s) in searches.iter().enumerate() {
+        let alone = call(
+            &state,
+            "POST",
+            "/reuters/_search",
+            Some(&s.to_string()),
+            JSON,
+        )
+        .await;
+        let got = &responses[i];
+        assert_eq!(got["status"], alone.status.as_u16(), "search {i}: {got}");
+        if alone.status == 200 {
+            assert_eq!(got["hits"], alone.body["hits"], "search {i}");
+            assert_eq!(
+                got["aggregations"], alone.body["aggregations"],
+                "search {i}"
+            );
+        } else {
+            assert_eq!(got["error"], alone.body["error"], "search {i}");
+        }
+    }
+    assert_eq!(responses[2]["status"], 400);
+    assert_eq!(
+        responses[3]["aggregations"]["t"]["buckets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    let ids = ["1", "250", "499", "100000"];
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_mget",
+        Some(&json!({ "ids": ids }).to_string()),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (i, id) in ids.iter().enumerate() {
+        let alone = call(&state, "GET", &format!("/reuters/_doc/{id}"), None, JSON).await;
+        assert_eq!(r.body["docs"][i], alone.body, "{id}");
+    }
+    assert_eq!(r.body["docs"][3]["found"], false);
 }
