@@ -301,3 +301,60 @@ def test_health_of_missing_index_and_unknown_parameters(module):
         assert r["hits"]["hits"][0]["sort"] == [1965]
     finally:
         stop_server(proc)
+
+
+@pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
+def test_mget_and_msearch(module):
+    """`mget` answers each document in order (a missing one `found: false`, a missing index
+    an `error` in its place, `_source` filtered); `msearch` answers each search as `search`
+    would, with a bad search and a missing index failing only their own entries."""
+    es_mod = importlib.import_module(module)
+    data = tempfile.mkdtemp(prefix="quarry-multi-test-")
+    proc, url = start_server(data)
+    try:
+        es = es_mod.Elasticsearch(url, request_timeout=60)
+        mappings = {"properties": {"title": {"type": "text"}, "year": {"type": "long"}}}
+        es.indices.create(index="books", mappings=mappings)
+        es.indices.create(index="films", mappings=mappings)
+        es.index(index="books", id="1", document={"title": "dune", "year": 1965})
+        es.index(index="books", id="2", document={"title": "the dispossessed", "year": 1974})
+        es.index(index="films", id="1", document={"title": "dune", "year": 2021}, refresh=True)
+
+        r = es.mget(docs=[
+            {"_index": "films", "_id": "1"},
+            {"_index": "books", "_id": "9"},
+            {"_index": "nope", "_id": "1"},
+            {"_index": "books", "_id": "2", "_source": ["year"]},
+        ])
+        docs = r["docs"]
+        assert [d["_id"] for d in docs] == ["1", "9", "1", "2"]
+        assert docs[0]["found"] and docs[0]["_source"] == {"title": "dune", "year": 2021}
+        assert docs[1] == {"_index": "books", "_id": "9", "found": False}
+        assert docs[2]["error"]["type"] == "index_not_found_exception"
+        assert docs[3]["_source"] == {"year": 1974} and docs[3]["_version"] == 1
+        r = es.mget(index="books", ids=["2", "1"], source_excludes=["year"])
+        assert [d["_source"] for d in r["docs"]] == [{"title": "the dispossessed"}, {"title": "dune"}]
+        with pytest.raises(es_mod.BadRequestError) as e:
+            es.mget(docs=[{"_id": "1"}])
+        assert "index is missing for doc 0" in str(e.value.info)
+
+        search = {"query": {"match": {"title": "dune"}}, "aggs": {"y": {"max": {"field": "year"}}}}
+        r = es.msearch(searches=[
+            {"index": "books"}, search,
+            {"index": "books"}, {"query": {"nonsense": {}}},
+            {"index": "nope"}, {},
+            {"index": "films"}, search,
+        ])
+        rs = r["responses"]
+        assert [x["status"] for x in rs] == [200, 400, 404, 200]
+        alone = es.search(index="books", **search)
+        assert rs[0]["hits"]["hits"] == alone["hits"]["hits"]
+        assert rs[0]["aggregations"] == alone["aggregations"]
+        assert "nonsense" in rs[1]["error"]["reason"]
+        assert rs[2]["error"]["type"] == "index_not_found_exception"
+        assert rs[3]["hits"]["hits"][0]["_index"] == "films"
+        assert rs[3]["aggregations"]["y"]["value"] == 2021
+        r = es.msearch(index="books", searches=[{}, {"size": 0}, {"index": "films"}, {}])
+        assert [x["hits"]["total"]["value"] for x in r["responses"]] == [2, 1]
+    finally:
+        stop_server(proc)
