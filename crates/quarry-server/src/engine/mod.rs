@@ -274,6 +274,12 @@ impl IndexHandle {
         self.current_source(&mut st, id)
     }
 
+    /// The stored document with `_id` = `id` as the last refresh shows it (`realtime=false`):
+    /// it neither refreshes nor takes the writer lock, so a write not yet refreshed is unseen.
+    pub fn get_refreshed(&self, id: &str) -> Result<Option<StoredDoc>, ApiError> {
+        self.lookup(&self.searcher(), id)
+    }
+
     /// Figures for `/_metrics`, `_cat/indices` and `_cluster/health`.
     pub fn gauges(&self) -> IndexGauges {
         let s = self.reader.searcher();

@@ -251,13 +251,57 @@ pub async fn delete_doc(
     doc_write(state, index, WriteOp::Delete { id, cond }, &p).await
 }
 
+/// How a document read (`GET /{index}/_doc/{id}`, `_mget`) sees the index: `realtime`
+/// (default true) reads the latest write, `false` what the last refresh shows; `refresh`
+/// (default false) refreshes the index first, as Elasticsearch's `GET` parameters do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadMode {
+    pub realtime: bool,
+    pub refresh: bool,
+}
+
+impl ReadMode {
+    /// Reads `?realtime=` and `?refresh=` (`true`, `false`, or empty for true).
+    pub fn from_params(p: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let flag = |k: &str, default: bool| match p.get(k).map(String::as_str) {
+            None => Ok(default),
+            Some("" | "true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(ApiError::illegal(format!(
+                "[{k}] must be true or false, not [{other}]"
+            ))),
+        };
+        Ok(ReadMode {
+            realtime: flag("realtime", true)?,
+            refresh: flag("refresh", false)?,
+        })
+    }
+
+    /// Reads `id` from `h` in this mode (blocking: call it on the worker pool).
+    pub fn get(
+        self,
+        h: &IndexHandle,
+        id: &str,
+    ) -> Result<Option<crate::engine::StoredDoc>, ApiError> {
+        if self.refresh {
+            h.refresh()?;
+        }
+        if self.realtime {
+            h.get(id)
+        } else {
+            h.get_refreshed(id)
+        }
+    }
+}
+
 async fn fetch_doc(
     state: &AppState,
     index: &str,
     id: String,
+    mode: ReadMode,
 ) -> Result<Option<crate::engine::StoredDoc>, ApiError> {
     let h = state.indices.get(index)?;
-    blocking(state, move || h.get(&id)).await
+    blocking(state, move || mode.get(&h, &id)).await
 }
 
 /// The `_source` filter of the URL parameters of a document read (`GET /{index}/_doc/{id}`,
@@ -288,7 +332,7 @@ pub fn source_params(p: &HashMap<String, String>) -> Result<search::SourceFilter
     Ok(filter)
 }
 
-/// `GET /{index}/_doc/{id}` (realtime).
+/// `GET /{index}/_doc/{id}` (realtime unless `realtime=false`).
 pub async fn get_doc(
     State(state): State<AppState>,
     Path((index, id)): Path<(String, String)>,
@@ -297,10 +341,17 @@ pub async fn get_doc(
     check_params(
         &p,
         &format!("/{index}/_doc/{id}"),
-        &["_source", "_source_includes", "_source_excludes"],
+        &[
+            "_source",
+            "_source_includes",
+            "_source_excludes",
+            "realtime",
+            "refresh",
+        ],
     )?;
     let filter = source_params(&p)?;
-    match fetch_doc(&state, &index, id.clone()).await? {
+    let mode = ReadMode::from_params(&p)?;
+    match fetch_doc(&state, &index, id.clone(), mode).await? {
         Some((src, meta)) => {
             let mut body = json!({"_index": index, "_id": id, "_version": meta.version,
                                   "_seq_no": meta.seq_no, "_primary_term": meta.primary_term,
@@ -323,8 +374,9 @@ pub async fn head_doc(
     Path((index, id)): Path<(String, String)>,
     UrlQuery(p): Params,
 ) -> ApiResult {
-    check_params(&p, &format!("/{index}/_doc/{id}"), &[])?;
-    head(fetch_doc(&state, &index, id).await?.is_some())
+    check_params(&p, &format!("/{index}/_doc/{id}"), &["realtime", "refresh"])?;
+    let mode = ReadMode::from_params(&p)?;
+    head(fetch_doc(&state, &index, id, mode).await?.is_some())
 }
 
 /// `POST|PUT /_bulk`.

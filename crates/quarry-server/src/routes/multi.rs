@@ -11,15 +11,21 @@ use axum::extract::{Path, Query as UrlQuery, State};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::documents::source_params;
+use super::documents::{source_params, ReadMode};
 use super::{blocking, check_params, json_body, not_an_endpoint, ok, ApiResult, Params};
 use crate::engine::IndexHandle;
 use crate::error::ApiError;
 use crate::search::{self, SourceFilter};
 use crate::AppState;
 
-/// The URL parameters `_mget` implements: the `_source` ones `GET /{index}/_doc/{id}` takes.
-pub const MGET_PARAMS: &[&str] = &["_source", "_source_includes", "_source_excludes"];
+/// The URL parameters `_mget` implements: those `GET /{index}/_doc/{id}` takes.
+pub const MGET_PARAMS: &[&str] = &[
+    "_source",
+    "_source_includes",
+    "_source_excludes",
+    "realtime",
+    "refresh",
+];
 
 /// The URL parameters `_msearch` implements. `max_concurrent_searches` bounds how many
 /// searches run at once; quarry runs them one after the other, within any bound.
@@ -175,6 +181,7 @@ async fn mget_common(
     body: Bytes,
 ) -> ApiResult {
     let url_source = source_params(&p)?;
+    let mode = ReadMode::from_params(&p)?;
     let docs = parse_mget(&json_body(&body)?, index.as_deref(), &url_source)?;
     // Each index is looked up once; a missing one is the answer of its documents only.
     let mut handles: HashMap<String, Result<Arc<IndexHandle>, ApiError>> = HashMap::new();
@@ -184,11 +191,21 @@ async fn mget_common(
         }
     }
     let items = blocking(&state, move || {
+        if mode.refresh {
+            // Each index once, before any read (as Elasticsearch refreshes each shard).
+            for h in handles.values().flatten() {
+                h.refresh()?;
+            }
+        }
+        let mode = ReadMode {
+            refresh: false,
+            ..mode
+        };
         Ok(docs
             .iter()
             .map(|d| {
                 let got = match &handles[&d.index] {
-                    Ok(h) => h.get(&d.id),
+                    Ok(h) => mode.get(h, &d.id),
                     Err(e) => Err(e.clone()),
                 };
                 mget_item(d, got)
@@ -489,11 +506,32 @@ mod tests {
         // The single GET reads the same parameters.
         let (_, b) = call(&state, "GET", "/books/_doc/1?_source_includes=year", None).await;
         assert_eq!(b["_source"], json!({"year": 1965}), "{b}");
-        // Realtime, as the single GET: a write not yet refreshed is found.
-        let (s, _) = call(&state, "PUT", "/books/_doc/5", Some(r#"{"title": "x"}"#)).await;
+        // Realtime, as the single GET: a write not yet refreshed is found, but not with
+        // `realtime=false`, which reads what the last refresh shows (`refresh` refreshes first;
+        // a realtime read of a changed document refreshes too).
+        // (On an index with no scheduled refresh, so that none runs between the steps.)
+        let slow = r#"{"settings": {"refresh_interval": "-1"}, "mappings": {"properties": {"title": {"type": "text"}}}}"#;
+        assert_eq!(call(&state, "PUT", "/slow", Some(slow)).await.0, 200);
+        let (s, _) = call(&state, "PUT", "/slow/_doc/5", Some(r#"{"title": "x"}"#)).await;
         assert_eq!(s, 201);
-        let (_, b) = call(&state, "POST", "/books/_mget", Some(r#"{"ids": ["5"]}"#)).await;
+        let ids = Some(r#"{"ids": ["5"]}"#);
+        let (_, b) = call(&state, "POST", "/slow/_mget?realtime=false", ids).await;
+        assert_eq!(b["docs"][0]["found"], false, "{b}");
+        let (s, _) = call(&state, "GET", "/slow/_doc/5?realtime=false", None).await;
+        assert_eq!(s, 404);
+        let uri = "/slow/_mget?realtime=false&refresh=true";
+        let (_, b) = call(&state, "POST", uri, ids).await;
         assert_eq!(b["docs"][0]["found"], true, "{b}");
+        let (s, _) = call(&state, "PUT", "/slow/_doc/6", Some(r#"{"title": "y"}"#)).await;
+        assert_eq!(s, 201);
+        let (s, _) = call(&state, "GET", "/slow/_doc/6?realtime=false", None).await;
+        assert_eq!(s, 404);
+        let (_, b) = call(&state, "POST", "/slow/_mget", Some(r#"{"ids": ["6"]}"#)).await;
+        assert_eq!(b["docs"][0]["found"], true, "{b}");
+        let (s, _) = call(&state, "GET", "/slow/_doc/6?realtime", None).await;
+        assert_eq!(s, 200);
+        let (s, b) = call(&state, "POST", "/books/_mget?refresh=wait_for", ids).await;
+        assert_eq!(s, 400, "{b}");
     }
 
     /// A body `_mget` cannot run is a 400 that names the problem and where it is.
@@ -538,9 +576,14 @@ mod tests {
             ("/books/_mget", r#"[1]"#, "must be a JSON object"),
             ("/books/_mget", r#"{"ids": ["1"]"#, "line 1 column"),
             (
-                "/books/_mget?realtime=false",
+                "/books/_mget?stored_fields=a",
                 r#"{"ids": ["1"]}"#,
-                "unrecognized parameter: [realtime]",
+                "unrecognized parameter: [stored_fields]",
+            ),
+            (
+                "/books/_mget?realtime=no",
+                r#"{"ids": ["1"]}"#,
+                "[realtime] must be true or false, not [no]",
             ),
             (
                 "/_mget?routing=a",

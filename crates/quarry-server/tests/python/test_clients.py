@@ -334,6 +334,9 @@ def test_mget_and_msearch(module):
         assert docs[3]["_source"] == {"year": 1974} and docs[3]["_version"] == 1
         r = es.mget(index="books", ids=["2", "1"], source_excludes=["year"])
         assert [d["_source"] for d in r["docs"]] == [{"title": "the dispossessed"}, {"title": "dune"}]
+        r = es.mget(index="books", ids=["1"], realtime=False, refresh=True, source_includes="title")
+        assert r["docs"][0]["found"] and r["docs"][0]["_source"] == {"title": "dune"}
+        assert es.get(index="books", id="2", realtime=True, source_excludes="title")["_source"] == {"year": 1974}
         with pytest.raises(es_mod.BadRequestError) as e:
             es.mget(docs=[{"_id": "1"}])
         assert "index is missing for doc 0" in str(e.value.info)
