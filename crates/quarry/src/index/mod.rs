@@ -3,7 +3,7 @@
 mod check;
 mod files;
 mod segment;
-pub mod sorted;
+pub(crate) mod sorted;
 pub mod verified;
 
 pub use check::{check_index, inspect, CheckReport, SegmentSummary};

@@ -8,49 +8,19 @@
 use std::cmp::Ordering;
 
 use super::SegmentReader;
-use crate::codec::columns::{ColumnKind, ColumnView};
+use crate::codec::columns::ColumnView;
 use crate::codec::meta::SegmentMeta;
 use crate::index_sort::{IndexSort, IndexSortField};
+use crate::search::sort::{compare_values, field_part};
 use crate::{Error, Result};
 
 /// One key of one document: a column value (integers, floats and dates as their sortable
-/// `u64`, booleans as 0/1), a keyword's bytes, or no value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeyPart {
-    U(u64),
-    B(Vec<u8>),
-    Missing,
-}
+/// `u64`, booleans as 0/1), a keyword's bytes, or no value — a sorted search's key part.
+pub(crate) use crate::search::sort::Part as KeyPart;
 
 /// The order of two key parts under `k` (direction and missing placement included).
 pub fn compare_part(k: &IndexSortField, a: &KeyPart, b: &KeyPart) -> Ordering {
-    let o = match (a, b) {
-        (KeyPart::Missing, KeyPart::Missing) => return Ordering::Equal,
-        (KeyPart::Missing, _) => {
-            return if k.missing_first {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            }
-        }
-        (_, KeyPart::Missing) => {
-            return if k.missing_first {
-                Ordering::Greater
-            } else {
-                Ordering::Less
-            }
-        }
-        (KeyPart::U(x), KeyPart::U(y)) => x.cmp(y),
-        (KeyPart::B(x), KeyPart::B(y)) => x.cmp(y),
-        // A field has one kind in every segment of an index.
-        (KeyPart::U(_), KeyPart::B(_)) => Ordering::Less,
-        (KeyPart::B(_), KeyPart::U(_)) => Ordering::Greater,
-    };
-    if k.descending {
-        o.reverse()
-    } else {
-        o
-    }
+    compare_values(k.descending, k.missing_first, a, b)
 }
 
 /// The order of two documents' keys under `sort` (without the index-order tie-break).
@@ -98,25 +68,8 @@ impl<'a> SegmentKeys<'a> {
     pub fn key(&self, doc: u32, out: &mut Vec<KeyPart>) {
         out.clear();
         for (k, v) in self.sort.fields.iter().zip(&self.views) {
-            out.push(key_part(v.as_ref(), doc, k.descending));
+            out.push(field_part(v.as_ref(), doc, k.descending));
         }
-    }
-}
-
-/// `doc`'s value in `view`: its smallest ascending, its largest descending.
-fn key_part(view: Option<&ColumnView<'_>>, doc: u32, descending: bool) -> KeyPart {
-    let Some(v) = view else {
-        return KeyPart::Missing;
-    };
-    let val = if descending {
-        v.last(doc)
-    } else {
-        v.first(doc)
-    };
-    match (val, v.kind, v.dict()) {
-        (None, ..) => KeyPart::Missing,
-        (Some(o), ColumnKind::Ord, Some(dict)) => KeyPart::B(dict.term(o).to_vec()),
-        (Some(x), ..) => KeyPart::U(x),
     }
 }
 

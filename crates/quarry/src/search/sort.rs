@@ -112,9 +112,9 @@ pub struct SortedResult {
     pub max_score: Option<f32>,
 }
 
-/// One key part, comparable across segments.
+/// One key part, comparable across segments (also an index sort's key, `index::sorted`).
 #[derive(Clone, Debug, PartialEq)]
-enum Part {
+pub(crate) enum Part {
     U(u64),
     B(Vec<u8>),
     F(f32),
@@ -289,17 +289,16 @@ impl Searcher {
                     if need_scores {
                         max_score = Some(max_score.map_or(score, |m: f32| m.max(score)));
                     }
+                    let part = |i: usize| match keys[i] {
+                        Resolved::Score => Part::F(score),
+                        Resolved::Seq => Part::U(seg.seq(d)),
+                        Resolved::Field(..) => field_part(views[i].as_ref(), d, sort[i].descending),
+                    };
                     // A match whose first key already sorts after the k-th kept hit cannot
                     // compete: rejected before its other keys are read (a keyword key copies
                     // its term).
+                    let first = part(0);
                     if kept.len() >= k && k > 0 {
-                        let first = match keys[0] {
-                            Resolved::Score => Part::F(score),
-                            Resolved::Seq => Part::U(seg.seq(d)),
-                            Resolved::Field(..) => {
-                                field_part(views[0].as_ref(), d, sort[0].descending)
-                            }
-                        };
                         let worst = &kept[kept.len() - 1].key[0];
                         if compare_part(&sort[0], &first, worst) == Ordering::Greater {
                             if shared > 0 {
@@ -312,16 +311,8 @@ impl Searcher {
                         }
                     }
                     key.clear();
-                    for (i, k) in keys.iter().enumerate() {
-                        key.push(match k {
-                            Resolved::Score => Part::F(score),
-                            Resolved::Seq => Part::U(seg.seq(d)),
-                            Resolved::Field(..) => {
-                                let v = views[i].as_ref();
-                                field_part(v, d, sort[i].descending)
-                            }
-                        });
-                    }
+                    key.push(first);
+                    key.extend((1..keys.len()).map(part));
                     if shared > 0 && kept.len() >= k {
                         let w = &kept[kept.len() - 1].key;
                         if compare(&sort[..shared], &key[..shared], &w[..shared])
@@ -438,7 +429,7 @@ fn first_reaching(
 }
 
 /// `doc`'s value of a field key: the smallest ascending, the largest descending.
-fn field_part(view: Option<&ColumnView<'_>>, doc: u32, descending: bool) -> Part {
+pub(crate) fn field_part(view: Option<&ColumnView<'_>>, doc: u32, descending: bool) -> Part {
     let Some(v) = view else {
         return Part::Missing;
     };
@@ -455,17 +446,27 @@ fn field_part(view: Option<&ColumnView<'_>>, doc: u32, descending: bool) -> Part
 }
 
 fn compare_part(s: &super::sort::SortField, a: &Part, b: &Part) -> Ordering {
+    compare_values(s.descending, s.missing_first, a, b)
+}
+
+/// The order of two key parts in a direction, documents without a value first or last.
+pub(crate) fn compare_values(
+    descending: bool,
+    missing_first: bool,
+    a: &Part,
+    b: &Part,
+) -> Ordering {
     let o = match (a, b) {
         (Part::Missing, Part::Missing) => return Ordering::Equal,
         (Part::Missing, _) => {
-            return if s.missing_first {
+            return if missing_first {
                 Ordering::Less
             } else {
                 Ordering::Greater
             }
         }
         (_, Part::Missing) => {
-            return if s.missing_first {
+            return if missing_first {
                 Ordering::Greater
             } else {
                 Ordering::Less
@@ -476,7 +477,7 @@ fn compare_part(s: &super::sort::SortField, a: &Part, b: &Part) -> Ordering {
         (Part::F(x), Part::F(y)) => x.total_cmp(y),
         _ => Ordering::Equal,
     };
-    if s.descending {
+    if descending {
         o.reverse()
     } else {
         o
