@@ -284,8 +284,26 @@ proptest! {
             let q = s.parse_query("alpha", &["body"]).unwrap();
             let r = s.search_sorted(&q, sort, 10, None, true).unwrap();
             let want_q: Vec<i64> = want.iter().copied().filter(|id| id % 4 == 0).take(10).collect();
-            prop_assert_eq!(ids(&r.hits), want_q);
+            prop_assert_eq!(ids(&r.hits), want_q.clone());
             prop_assert!(r.hits.iter().all(|h| h.hit.score > 0.0));
+            // Without scores (the points' best documents first, then only those that can
+            // still compete), top 10 and pages after pages.
+            let r = s.search_sorted(&q, sort, 10, None, false).unwrap();
+            prop_assert_eq!(ids(&r.hits), want_q);
+            let all_q: Vec<i64> = want.iter().copied().filter(|id| id % 4 == 0).collect();
+            prop_assert_eq!(r.total_hits, all_q.len() as u64);
+            let mut got = Vec::new();
+            let mut after: Option<Vec<SortValue>> = None;
+            loop {
+                let r = s.search_sorted(&q, &paged_sort, page.min(40), after.as_deref(), false).unwrap();
+                if r.hits.is_empty() {
+                    break;
+                }
+                prop_assert_eq!(r.total_hits, all_q.len() as u64);
+                got.extend(ids(&r.hits));
+                after = Some(r.hits.last().unwrap().values.clone());
+            }
+            prop_assert_eq!(&got, &all_q);
         }
         check_index(tmp.path(), DirectoryKind::Pread).unwrap();
     }

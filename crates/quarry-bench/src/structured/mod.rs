@@ -60,6 +60,10 @@ pub struct StructuredArgs {
     /// The Lucene harness jar (default: built from bench/lucene when missing or stale).
     #[arg(long)]
     pub lucene_jar: Option<PathBuf>,
+    /// Run only these classes or queries (comma-separated names, e.g. `stats,r_per_day`): for
+    /// profiling one class; a partial run's report says which were left out.
+    #[arg(long)]
+    pub only: Option<String>,
     /// The repository root (default: found from the binary or the working directory).
     #[arg(long)]
     pub repo: Option<PathBuf>,
@@ -314,7 +318,14 @@ pub fn run(args: StructuredArgs) -> Result<()> {
     let data_dir = work.join("data");
     flights.write(&data_dir)?;
     reuters.write(&data_dir)?;
-    let specs = queries::query_set(&flights, &reuters, depth)?;
+    let mut specs = queries::query_set(&flights, &reuters, depth)?;
+    if let Some(only) = &args.only {
+        let keep: Vec<&str> = only.split(',').map(str::trim).collect();
+        specs.retain(|s| keep.contains(&s.name.as_str()) || keep.contains(&s.class.as_str()));
+        if specs.is_empty() {
+            bail!("--only {only}: no query or class has that name");
+        }
+    }
     let qpath = work.join("queries.jsonl");
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&qpath)?);

@@ -150,6 +150,7 @@ pub fn record(
             "git_dirty": dirty,
             "command": command,
             "quick": args.quick,
+            "only": args.only,
             "flights": docs.0,
             "stories": docs.1,
             "warmup": settings.0,
@@ -252,7 +253,14 @@ pub fn write(record: &Value, out: &Path, stem: &str) -> Result<PathBuf> {
          sample or near it). A deep page is the 10 hits after the {}-th.\n",
         meta["flights"],
         meta["stories"],
-        if meta["quick"] == true { " — quick mode: a subsample" } else { "" },
+        match (meta["quick"] == true, meta["only"].as_str()) {
+            (q, Some(only)) => format!(
+                "{} — only the queries and classes {only}, the others left out",
+                if q { " — quick mode: a subsample" } else { "" }
+            ),
+            (true, None) => " — quick mode: a subsample".to_string(),
+            (false, None) => String::new(),
+        },
         meta["iters"],
         meta["warmup"],
         meta["iters"],

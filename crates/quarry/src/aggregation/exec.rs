@@ -53,6 +53,37 @@ pub(crate) fn dense_values(view: &ColumnView<'_>, docs: Range<u32>, mut f: impl 
     }
 }
 
+/// The values of the (ascending) documents `docs` of a dense column into `out`: runs of
+/// documents close together are decoded as one range (`get_range`, several times faster per
+/// value than `get`), scattered ones one by one.
+#[inline]
+pub(crate) fn gather_dense(
+    col: &quarry_codecs::column::Column<'_>,
+    docs: &[u32],
+    span: &mut [u64],
+    out: &mut [u64],
+) {
+    let mut i = 0;
+    while i < docs.len() {
+        let first = docs[i] as usize;
+        // The documents within one buffer's reach of `first`.
+        let reach = docs[i..].partition_point(|&d| (d as usize) < first + span.len());
+        let last = docs[i + reach - 1] as usize;
+        let width = last - first + 1;
+        if reach * 4 >= width {
+            col.get_range(first, &mut span[..width]);
+            for (o, &d) in out[i..i + reach].iter_mut().zip(&docs[i..i + reach]) {
+                *o = span[d as usize - first];
+            }
+        } else {
+            for (o, &d) in out[i..i + reach].iter_mut().zip(&docs[i..i + reach]) {
+                *o = col.get(d as usize);
+            }
+        }
+        i += reach;
+    }
+}
+
 /// What a collector sees of its segment.
 #[derive(Clone, Copy)]
 pub(crate) struct SegCtx<'a> {

@@ -10,12 +10,12 @@
 //! zone of fixed offset), not by calendar arithmetic per value.
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use jiff::Timestamp;
-use quarry_codecs::column::sortable_to_i64;
+use quarry_codecs::column::{sortable_to_i64, BLOCK};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::exec::{
-    dense_values, AggState, Budget, SegCollector, SegCtx, SubCollectors, Subs, EMPTY,
+    dense_values, gather_dense, AggState, Budget, SegCollector, SegCtx, SubCollectors, Subs, EMPTY,
 };
 use super::format::{java_double, json_f64};
 use super::request::{to_f64, BucketOrder, DateHistogramReq, HistogramReq, Interval};
@@ -424,12 +424,22 @@ impl DateRounding {
         }
     }
 
-    /// For a fixed interval in a zone of fixed offset: keys are `k * interval + shift`.
+    /// For a fixed interval, or a calendar unit of at most a week, in a zone of fixed offset:
+    /// keys are `k * interval + shift`. (Without transitions a day is always 86,400 s, and
+    /// weeks start on the Monday before 1970-01-01, a Thursday, three days earlier.)
     fn arith_shift(&self) -> Option<(i64, i64)> {
-        match (self.interval, self.fixed) {
-            (Interval::Fixed(i), Some(tzo)) => Some((i, self.offset - tzo)),
-            _ => None,
-        }
+        const DAY: i64 = 86_400_000;
+        let tzo = self.fixed?;
+        let (interval, align) = match self.interval {
+            Interval::Fixed(i) => (i, 0),
+            Interval::Calendar(date::Unit::Second) => (1_000, 0),
+            Interval::Calendar(date::Unit::Minute) => (60_000, 0),
+            Interval::Calendar(date::Unit::Hour) => (3_600_000, 0),
+            Interval::Calendar(date::Unit::Day) => (DAY, 0),
+            Interval::Calendar(date::Unit::Week) => (7 * DAY, -3 * DAY),
+            Interval::Calendar(_) => return None,
+        };
+        Some((interval, self.offset - tzo + align))
     }
 
     /// The start of `v`'s bucket, without the offset.
@@ -647,7 +657,11 @@ impl AggState for DateHistogramState {
             .as_ref()
             .and_then(column_bounds)
             .map(|(lo, hi)| (sortable_to_i64(lo), sortable_to_i64(hi)));
-        let (locator, span) = match (bounds, r.arith_shift()) {
+        // Calendar keys computed by arithmetic must stay within the dates a calendar knows.
+        let arith = r
+            .arith_shift()
+            .filter(|_| bounds.is_some_and(|(lo, hi)| ts(lo).is_ok() && ts(hi).is_ok()));
+        let (locator, span) = match (bounds, arith) {
             (Some((lo, hi)), Some((interval, shift))) => {
                 let kmin = lo.saturating_sub(shift).div_euclid(interval);
                 let kmax = hi.saturating_sub(shift).div_euclid(interval);
@@ -826,6 +840,40 @@ impl SegCollector for DateHistogramSeg<'_> {
         }
     }
 
+    fn collect_block(&mut self, docs: &[u32]) {
+        let view = match self.view {
+            Some(v) if v.is_dense() => v,
+            _ => {
+                for &d in docs {
+                    self.collect(d, 0);
+                }
+                return;
+            }
+        };
+        let Self {
+            rounding,
+            locator,
+            cache,
+            buckets,
+            subs,
+            error,
+            ..
+        } = self;
+        let mut span = [0u64; BLOCK];
+        let mut vals = [0u64; BLOCK];
+        for chunk in docs.chunks(BLOCK) {
+            gather_dense(view.values(), chunk, &mut span, &mut vals);
+            for (&d, &x) in chunk.iter().zip(&vals) {
+                match locator.locate(rounding, sortable_to_i64(x)) {
+                    Ok((key, local)) => hit(buckets, cache, subs, d, 0, key, local),
+                    Err(e) => {
+                        error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    }
+
     fn collect_range(&mut self, docs: std::ops::Range<u32>) {
         match self.view {
             Some(v) if v.is_dense() => {
@@ -932,5 +980,24 @@ mod tests {
             q.round(ms("2021-04-02T12:00:00Z")).unwrap(),
             ms("2021-04-02T00:00:00Z")
         );
+    }
+
+    proptest::proptest! {
+        /// The arithmetic keys of calendar units up to a week (zones of fixed offset) are the
+        /// calendar's own.
+        #[test]
+        fn arithmetic_calendar_keys_are_the_calendars(
+            v in -62_000_000_000_000i64..250_000_000_000_000,
+            unit in 0usize..5,
+            zone in 0usize..4,
+            offset in -100_000_000i64..100_000_000,
+        ) {
+            let unit = [Unit::Second, Unit::Minute, Unit::Hour, Unit::Day, Unit::Week][unit];
+            let tz = date::time_zone(["UTC", "+05:30", "-08:00", "+14:00"][zone]).unwrap();
+            let r = DateRounding::new(Interval::Calendar(unit), tz, offset);
+            let (interval, shift) = r.arith_shift().expect("fixed zone");
+            let key = v.saturating_sub(shift).div_euclid(interval) * interval + shift;
+            proptest::prop_assert_eq!(key, r.round(v).unwrap());
+        }
     }
 }

@@ -560,6 +560,32 @@ impl<'a> ColumnView<'a> {
         Some(p.rows(lo, hi).len() as u64)
     }
 
+    /// The rows of the points (values in ascending order) with a value in `lo..=hi`; `None`
+    /// without points.
+    pub fn point_rows(&self, lo: u64, hi: u64) -> Option<Range<usize>> {
+        let p = self.points.as_ref()?;
+        Some(if lo > hi { 0..0 } else { p.rows(lo, hi) })
+    }
+
+    /// The number of points (values), 0 without points.
+    pub fn point_count(&self) -> usize {
+        self.points.as_ref().map_or(0, |p| p.values.len())
+    }
+
+    /// Appends the documents of points rows `rows` to `out` (in the points' order: by value).
+    pub fn point_docs(&self, rows: Range<usize>, out: &mut Vec<u32>) {
+        let Some(p) = self.points.as_ref() else {
+            return;
+        };
+        let start = out.len();
+        out.resize(start + rows.len(), 0);
+        let mut buf = vec![0u64; rows.len()];
+        p.docs.get_range(rows.start, &mut buf);
+        for (o, d) in out[start..].iter_mut().zip(buf) {
+            *o = d as u32;
+        }
+    }
+
     /// Appends to `out` the documents (`< doc_count`) with a value in `lo..=hi`, in order.
     ///
     /// With points (numeric fields), the matching rows are found by binary search and their

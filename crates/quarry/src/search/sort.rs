@@ -198,7 +198,6 @@ impl Searcher {
         };
         let need_scores = track_scores || keys.iter().any(|k| matches!(k, Resolved::Score));
         let weight = self.weight(query)?;
-        let cmp = |a: &[Part], b: &[Part]| compare(sort, a, b);
         let mut kept: Vec<Kept> = Vec::new();
         let mut total = 0u64;
         let mut skipped = false;
@@ -241,6 +240,85 @@ impl Searcher {
                 }
                 _ => None,
             };
+            // Points of a numeric first key: the documents with the best values are offered
+            // first (they fill the k kept hits with strong keys at once), then only documents
+            // whose value can still compete are visited, as Lucene's competitive iterators do.
+            let pts = match (keys[0], &views[0]) {
+                (Resolved::Field(_, ft), Some(v))
+                    if !matches!(ft, FieldType::Keyword | FieldType::Boolean)
+                        && !need_scores
+                        && k > 0
+                        && shared == 0
+                        && v.point_count() > 0
+                        && (v.is_dense() || !sort[0].missing_first) =>
+                {
+                    // The values a hit after `after` can have (its first key included: ties
+                    // are decided by the later keys).
+                    let desc = sort[0].descending;
+                    match after.as_ref().map(|a| &a[0]) {
+                        None => Some((v, 0, u64::MAX)),
+                        Some(Part::U(a)) if desc => Some((v, 0, *a)),
+                        Some(Part::U(a)) => Some((v, *a, u64::MAX)),
+                        Some(_) => None,
+                    }
+                }
+                _ => None,
+            };
+            let mut seeded: Vec<u32> = Vec::new();
+            if let Some((v, lo, hi)) = pts {
+                let rows = v.point_rows(lo, hi).unwrap_or(0..0);
+                let n = rows.len().min((4 * k).max(SEED_ROWS));
+                let take = if sort[0].descending {
+                    rows.end - n..rows.end
+                } else {
+                    rows.start..rows.start + n
+                };
+                v.point_docs(take, &mut seeded);
+                seeded.sort_unstable();
+                seeded.dedup();
+                seeded.retain(|&x| x < seg.doc_count());
+                if let (false, Some(mut s2)) = (seeded.is_empty(), weight.scorer(seg, ord)?) {
+                    let two_phase = s2.is_two_phase();
+                    let mut key = Vec::with_capacity(keys.len());
+                    for &c in &seeded {
+                        let mut x = s2.doc();
+                        if x < c {
+                            x = s2.seek(c);
+                        }
+                        if x == TERMINATED {
+                            break;
+                        }
+                        if x != c
+                            || matches!(live, Some(l) if !l.is_live(c))
+                            || (two_phase && !s2.matches())
+                        {
+                            continue;
+                        }
+                        key.clear();
+                        key.extend(keys.iter().enumerate().map(|(i, kk)| match kk {
+                            Resolved::Seq => Part::U(seg.seq(c)),
+                            Resolved::Field(..) => {
+                                field_part(views[i].as_ref(), c, sort[i].descending)
+                            }
+                            Resolved::Score => Part::F(f32::NAN),
+                        }));
+                        let hit = Hit {
+                            score: f32::NAN,
+                            doc: DocAddress {
+                                segment: ord as u32,
+                                doc: c,
+                            },
+                            seq: seg.seq(c),
+                        };
+                        offer(&mut kept, k, sort, after.as_deref(), &key, hit);
+                    }
+                    if let Some(why) = s2.corruption() {
+                        return Err(scorer_corruption(seg, why));
+                    }
+                }
+            }
+            // The documents that can still compete (ascending) and the next one to visit.
+            let mut competitive: Option<(Vec<u32>, usize)> = None;
             let two_phase = s.is_two_phase();
             let mut key = Vec::with_capacity(keys.len());
             let mut d = s.doc();
@@ -262,6 +340,26 @@ impl Searcher {
             }
             let mut checked_block = usize::MAX;
             while d != TERMINATED {
+                if kept.len() >= k && k > 0 && d as usize / column::BLOCK != checked_block {
+                    if let (Some((v, lo, hi)), Part::U(w)) = (pts, &kept[k - 1].key[0]) {
+                        let (lo, hi) = if sort[0].descending {
+                            ((*w).max(lo), hi)
+                        } else {
+                            (lo, (*w).min(hi))
+                        };
+                        let rows = v.point_rows(lo, hi).unwrap_or(0..0).len();
+                        let pending = match &competitive {
+                            Some((list, i)) => list.len() - i,
+                            None => (seg.doc_count() - d) as usize,
+                        };
+                        if rows * 8 < pending {
+                            let mut list = Vec::new();
+                            v.docs_in_range(lo, hi, seg.doc_count(), &mut list);
+                            let from = list.partition_point(|&x| x < d);
+                            competitive = Some((list, from));
+                        }
+                    }
+                }
                 if kept.len() >= k && k > 0 {
                     if let Some(v) = skip {
                         let b = d as usize / column::BLOCK;
@@ -281,6 +379,23 @@ impl Searcher {
                                 continue;
                             }
                         }
+                    }
+                }
+                if let Some((list, i)) = competitive.as_mut() {
+                    while *i < list.len() && list[*i] < d {
+                        *i += 1;
+                    }
+                    match list.get(*i) {
+                        None => {
+                            skipped = true;
+                            break;
+                        }
+                        Some(&c) if c > d => {
+                            skipped = true;
+                            d = s.seek(c);
+                            continue;
+                        }
+                        Some(_) => {}
                     }
                 }
                 if !matches!(live, Some(l) if !l.is_live(d)) && (!two_phase || s.matches()) {
@@ -323,35 +438,17 @@ impl Searcher {
                             break;
                         }
                     }
-                    let seq = seg.seq(d);
-                    let passes_after = after
-                        .as_ref()
-                        .is_none_or(|a| cmp(&key, a) == Ordering::Greater);
-                    let competes = k > 0
-                        && (kept.len() < k || {
-                            let w = &kept[kept.len() - 1];
-                            cmp(&key, &w.key).then(seq.cmp(&w.seq)) == Ordering::Less
-                        });
-                    if passes_after && competes {
-                        let at = kept.partition_point(|e| {
-                            cmp(&e.key, &key).then(e.seq.cmp(&seq)) == Ordering::Less
-                        });
-                        kept.insert(
-                            at,
-                            Kept {
-                                key: key.clone(),
-                                seq,
-                                hit: Hit {
-                                    score,
-                                    doc: DocAddress {
-                                        segment: ord as u32,
-                                        doc: d,
-                                    },
-                                    seq,
-                                },
+                    // (A seeded document was offered already.)
+                    if seeded.binary_search(&d).is_err() {
+                        let hit = Hit {
+                            score,
+                            doc: DocAddress {
+                                segment: ord as u32,
+                                doc: d,
                             },
-                        );
-                        kept.truncate(k);
+                            seq: seg.seq(d),
+                        };
+                        offer(&mut kept, k, sort, after.as_deref(), &key, hit);
                     }
                 }
                 d = s.next();
@@ -389,6 +486,42 @@ impl Searcher {
 
     fn weight(&self, query: &Query) -> Result<Weight> {
         Weight::build(query, &self.context(), 1.0)
+    }
+}
+
+/// Rows of the points tried first in a sorted search (at least `4 k`).
+const SEED_ROWS: usize = 64;
+
+/// Keeps `hit` (key `key`) among the `k` first in `sort` order after `after`, ties by
+/// sequence number.
+fn offer(
+    kept: &mut Vec<Kept>,
+    k: usize,
+    sort: &[SortField],
+    after: Option<&[Part]>,
+    key: &[Part],
+    hit: Hit,
+) {
+    let seq = hit.seq;
+    let passes_after = after.is_none_or(|a| compare(sort, key, a) == Ordering::Greater);
+    let competes = k > 0
+        && (kept.len() < k || {
+            let w = &kept[kept.len() - 1];
+            compare(sort, key, &w.key).then(seq.cmp(&w.seq)) == Ordering::Less
+        });
+    if passes_after && competes {
+        let at = kept.partition_point(|e| {
+            compare(sort, &e.key, key).then(e.seq.cmp(&seq)) == Ordering::Less
+        });
+        kept.insert(
+            at,
+            Kept {
+                key: key.to_vec(),
+                seq,
+                hit,
+            },
+        );
+        kept.truncate(k);
     }
 }
 
