@@ -1891,3 +1891,105 @@ fn any_request_is_answered_or_refused() {
         })
         .unwrap();
 }
+
+/// Dense dates in time order (whole column blocks of one day or month, counted from their
+/// statistics) and dense numbers summed in bulk give the model's answers, over every document
+/// and over a filter's (gathered by range).
+#[test]
+fn dense_time_ordered_columns_match_the_model() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut t = BASE;
+    let rows: Vec<Row> = (0..6000)
+        .map(|i| {
+            // 0 to 80 minutes apart: some blocks within a day, some across midnight.
+            t += (next() % 80) as i64 * 60_000;
+            Row {
+                id: i,
+                price: Some((next() % 10_000) as f64 / 8.0 - 300.0),
+                when: Some(t),
+                carrier: None,
+                tags: vec![],
+                ok: Some(i % 3 == 0),
+                nums: vec![(next() % 100) as i64 - 50],
+            }
+        })
+        .collect();
+    let (tmp, live) = build(&rows, true);
+    let index = Index::open(tmp.path()).unwrap();
+    let s = index.searcher();
+    let utc = TimeZone::UTC;
+    for (query, keep) in [("*:*", 0), ("alpha", 4)] {
+        let docs: Vec<&Row> = live
+            .iter()
+            .filter(|r| keep == 0 || r.id % keep == 0)
+            .collect();
+        let q = s.parse_query(query, &["body"]).unwrap();
+        let agg = |body: Value| {
+            let parsed = s.parse_aggregations(&json!({ "a": body })).unwrap();
+            s.aggregate(&q, &parsed).unwrap()["a"].clone()
+        };
+        type Round<'a> = Box<dyn Fn(i64) -> i64 + 'a>;
+        let cases: [(&str, &str, Round); 5] = [
+            (
+                "calendar_interval",
+                "day",
+                Box::new(|v| date::round_down(v, Unit::Day, &utc).unwrap()),
+            ),
+            (
+                "calendar_interval",
+                "month",
+                Box::new(|v| date::round_down(v, Unit::Month, &utc).unwrap()),
+            ),
+            (
+                "calendar_interval",
+                "week",
+                Box::new(|v| date::round_down(v, Unit::Week, &utc).unwrap()),
+            ),
+            (
+                "calendar_interval",
+                "hour",
+                Box::new(|v| v.div_euclid(3_600_000) * 3_600_000),
+            ),
+            (
+                "fixed_interval",
+                "90m",
+                Box::new(|v| v.div_euclid(5_400_000) * 5_400_000),
+            ),
+        ];
+        for (kind, interval, round) in &cases {
+            let got = agg(
+                json!({"date_histogram": {"field": "when", *kind: interval, "min_doc_count": 1}}),
+            );
+            let mut want: BTreeMap<i64, u64> = BTreeMap::new();
+            for r in &docs {
+                *want.entry(round(r.when.unwrap())).or_default() += 1;
+            }
+            let got: BTreeMap<i64, u64> = got["buckets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| (b["key"].as_i64().unwrap(), b["doc_count"].as_u64().unwrap()))
+                .collect();
+            assert_eq!(got, want, "{query} {interval}");
+        }
+        let ids: Vec<f64> = docs.iter().map(|r| r.nums[0] as f64).collect();
+        let got = agg(json!({"stats": {"field": "nums"}}));
+        assert_eq!(got["count"], json!(ids.len() as u64), "{query}");
+        assert_eq!(got["sum"].as_f64().unwrap(), kahan(&ids), "{query}");
+        assert_eq!(got["min"].as_f64(), ids.iter().copied().reduce(f64::min));
+        assert_eq!(got["max"].as_f64(), ids.iter().copied().reduce(f64::max));
+        let prices: Vec<f64> = docs.iter().map(|r| r.price.unwrap()).collect();
+        let got = agg(json!({"stats": {"field": "price"}}));
+        assert_eq!(got["sum"].as_f64().unwrap(), kahan(&prices), "{query}");
+        let whens: Vec<i64> = docs.iter().map(|r| r.when.unwrap()).collect();
+        let exact: i128 = whens.iter().map(|&w| w as i128).sum();
+        let got = agg(json!({"sum": {"field": "when"}}));
+        assert_eq!(got["value"].as_f64().unwrap(), exact as f64, "{query}");
+    }
+}

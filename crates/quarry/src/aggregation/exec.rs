@@ -84,6 +84,59 @@ pub(crate) fn gather_dense(
     }
 }
 
+/// Appends every value of the (ascending) documents `docs` of `view` to `out` and returns how
+/// many of them have no value. Documents close together are read as one range of the start
+/// column and one of the values; scattered ones one by one.
+pub(crate) fn gather_values(view: &ColumnView<'_>, docs: &[u32], out: &mut Vec<u64>) -> u64 {
+    let Some(starts) = view.starts() else {
+        let from = out.len();
+        out.resize(from + docs.len(), 0);
+        let mut span = [0u64; quarry_codecs::column::BLOCK];
+        for (c, o) in docs
+            .chunks(quarry_codecs::column::BLOCK)
+            .zip(out[from..].chunks_mut(quarry_codecs::column::BLOCK))
+        {
+            gather_dense(view.values(), c, &mut span, o);
+        }
+        return 0;
+    };
+    const REACH: usize = quarry_codecs::column::BLOCK - 1;
+    let mut sb = [0u64; REACH + 1];
+    let mut vb = [0u64; 4 * quarry_codecs::column::BLOCK];
+    let mut missing = 0;
+    let mut i = 0;
+    while i < docs.len() {
+        let first = docs[i] as usize;
+        let reach = docs[i..].partition_point(|&d| (d as usize) < first + REACH);
+        let window = &docs[i..i + reach];
+        i += reach;
+        let width = *window.last().expect("one document") as usize - first + 1;
+        let mut per_doc = reach * 4 < width;
+        if !per_doc {
+            starts.get_range(first, &mut sb[..width + 1]);
+            let (r0, r1) = (sb[0] as usize, sb[width] as usize);
+            per_doc = r1 - r0 > vb.len();
+            if !per_doc {
+                view.values().get_range(r0, &mut vb[..r1 - r0]);
+                for &d in window {
+                    let at = d as usize - first;
+                    let (a, b) = (sb[at] as usize - r0, sb[at + 1] as usize - r0);
+                    missing += u64::from(a == b);
+                    out.extend_from_slice(&vb[a..b]);
+                }
+            }
+        }
+        if per_doc {
+            for &d in window {
+                let rows = view.rows(d);
+                missing += u64::from(rows.is_empty());
+                out.extend(rows.map(|r| view.value(r)));
+            }
+        }
+    }
+    missing
+}
+
 /// What a collector sees of its segment.
 #[derive(Clone, Copy)]
 pub(crate) struct SegCtx<'a> {

@@ -11,7 +11,7 @@ use quarry_codecs::column::{self, Column};
 use serde_json::{Map, Value};
 
 use super::cardinality::{hash_bytes, hash_u64, Cardinality};
-use super::exec::{dense_values, gather_dense, AggState, Budget, SegCollector, SegCtx};
+use super::exec::{dense_values, gather_values, AggState, Budget, SegCollector, SegCtx};
 use super::format::{java_double, json_f64};
 use super::request::{to_f64, CardinalityReq, MetricKind, MetricReq, Missing, PercentilesReq};
 use crate::codec::columns::{ColumnKind, ColumnView};
@@ -298,7 +298,7 @@ impl SegCollector for MetricSeg<'_> {
 
     fn collect_block(&mut self, docs: &[u32]) {
         let view = match self.view {
-            Some(v) if v.is_dense() && self.kind != MetricKind::ValueCount => v,
+            Some(v) if self.kind != MetricKind::ValueCount => v,
             _ => {
                 for &d in docs {
                     self.collect(d, 0);
@@ -306,15 +306,24 @@ impl SegCollector for MetricSeg<'_> {
                 return;
             }
         };
-        let acc = grow(self.accs, 0, Acc::EMPTY);
+        let ftype = self.ftype;
         let mut ints = IntSum::default();
-        let mut picked = [0u64; column::BLOCK];
-        let mut span = [0u64; column::BLOCK];
+        let mut vals = Vec::with_capacity(docs.len());
         for chunk in docs.chunks(column::BLOCK) {
-            gather_dense(view.values(), chunk, &mut span, &mut picked);
-            add_values(acc, &mut ints, &picked[..chunk.len()], self.ftype);
+            vals.clear();
+            // Values in document order, rows in order: the order of the compensated float sum.
+            let missing = gather_values(&view, chunk, &mut vals);
+            if missing > 0 && self.missing.is_some() {
+                // Documents without a value count the missing value in their place.
+                ints.flush(grow(self.accs, 0, Acc::EMPTY), ftype);
+                for &d in chunk {
+                    self.collect(d, 0);
+                }
+                continue;
+            }
+            add_values(grow(self.accs, 0, Acc::EMPTY), &mut ints, &vals, ftype);
         }
-        ints.flush(acc, self.ftype);
+        ints.flush(grow(self.accs, 0, Acc::EMPTY), ftype);
     }
 
     fn collect_range(&mut self, docs: Range<u32>) {

@@ -512,6 +512,12 @@ impl<'a> ColumnView<'a> {
         }
     }
 
+    /// The start column (`doc_count + 1` rows: document `d`'s values are rows
+    /// `starts[d]..starts[d + 1]`), absent when every document has exactly one value.
+    pub fn starts(&self) -> Option<&Column<'a>> {
+        self.starts.as_ref()
+    }
+
     /// Every document has exactly one value, row `d` being document `d`'s.
     pub fn is_dense(&self) -> bool {
         self.starts.is_none()
