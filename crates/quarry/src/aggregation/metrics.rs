@@ -174,7 +174,16 @@ fn add_rows(acc: &mut Acc, col: &Column<'_>, rows: Range<usize>, ftype: FieldTyp
         let n = column::BLOCK.min(rows.end - at);
         let vals = &mut buf[..n];
         col.get_range(at, vals);
-        add_values(acc, &mut ints, vals, ftype);
+        let b = at / column::BLOCK;
+        if ftype != FieldType::Float
+            && at % column::BLOCK == 0
+            && at + n == col.len().min((b + 1) * column::BLOCK)
+        {
+            // A whole block: its extremes are in its statistics.
+            ints.add_bounded(vals, ftype, col.block_bounds(b));
+        } else {
+            add_values(acc, &mut ints, vals, ftype);
+        }
         at += n;
     }
     ints.flush(acc, ftype);
@@ -200,11 +209,27 @@ impl IntSum {
         if vals.is_empty() {
             return;
         }
-        let (lo, hi) = vals
+        let bounds = vals
             .iter()
             .fold((u64::MAX, 0u64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        self.add_bounded(vals, ftype, bounds);
+    }
+
+    /// [`add`](Self::add) of values whose smallest and largest are known.
+    #[inline]
+    fn add_bounded(&mut self, vals: &[u64], ftype: FieldType, (lo, hi): (u64, u64)) {
+        if vals.is_empty() {
+            return;
+        }
+        // Values below 2^52 in magnitude: a block's sum fits an i64, whose additions vectorize.
+        const SMALL: i64 = 1 << 52;
+        let small = |v: u64| (-SMALL..SMALL).contains(&column::sortable_to_i64(v));
         let sum: i128 = if ftype == FieldType::Boolean {
-            vals.iter().map(|&v| v as i128).sum()
+            vals.iter().map(|&v| v as i64).sum::<i64>() as i128
+        } else if small(lo) && small(hi) && vals.len() <= 1 << 10 {
+            vals.iter()
+                .map(|&v| column::sortable_to_i64(v))
+                .sum::<i64>() as i128
         } else {
             vals.iter()
                 .map(|&v| column::sortable_to_i64(v) as i128)
