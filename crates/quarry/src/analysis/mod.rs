@@ -25,6 +25,10 @@ pub use standard::{
 pub trait Analyzer: Send + Sync + std::fmt::Debug {
     /// Calls `sink` with each token (already lowercased) in order; token i has position i.
     fn for_each_token(&self, text: &str, sink: &mut dyn FnMut(&str));
+    /// [`Analyzer::for_each_token`] with each token's byte range in `text` (start, end): the
+    /// same tokens in the same order. Highlighting re-analyzes stored text with it (Lucene's
+    /// `ANALYSIS` offset source).
+    fn for_each_token_with_offsets(&self, text: &str, sink: &mut dyn FnMut(&str, usize, usize));
     /// Lucene's Analyzer.normalize: what a prefix/wildcard term becomes (for standard: lowercase
     /// only).
     fn normalize(&self, text: &str) -> String;

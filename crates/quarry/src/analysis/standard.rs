@@ -74,18 +74,25 @@ impl StandardAnalyzer {
     pub fn tokens_unicode_path(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         let mut scratch = Scratch::default();
-        unicode_tokens(text, self.max_token_length, &mut scratch, &mut |t| {
-            out.push(t.to_owned())
-        });
+        unicode_tokens(
+            text,
+            0,
+            self.max_token_length,
+            &mut scratch,
+            &mut |t, _, _| out.push(t.to_owned()),
+        );
         out
     }
 }
 
-impl Analyzer for StandardAnalyzer {
-    fn for_each_token(&self, text: &str, sink: &mut dyn FnMut(&str)) {
+impl StandardAnalyzer {
+    /// Every token with its byte range in `text`; both entry points of [`Analyzer`] run it, so
+    /// the terms a highlighter sees are exactly the indexed ones.
+    #[inline]
+    fn tokens_with<F: FnMut(&str, usize, usize)>(&self, text: &str, mut sink: F) {
         let mut buf = String::new();
         if text.is_ascii() {
-            ascii_tokens(text, self.max_token_length, &mut buf, sink);
+            ascii_tokens(text, 0, self.max_token_length, &mut buf, &mut sink);
             return;
         }
         let bytes = text.as_bytes();
@@ -107,11 +114,21 @@ impl Analyzer for StandardAnalyzer {
             // Both ends sit next to ASCII bytes (or the text ends), so they are char boundaries.
             let seg = &text[start..i];
             if ascii {
-                ascii_tokens(seg, self.max_token_length, &mut buf, sink);
-            } else if !unicode_tokens(seg, self.max_token_length, &mut scratch, sink) {
+                ascii_tokens(seg, start, self.max_token_length, &mut buf, &mut sink);
+            } else if !unicode_tokens(seg, start, self.max_token_length, &mut scratch, &mut sink) {
                 return;
             }
         }
+    }
+}
+
+impl Analyzer for StandardAnalyzer {
+    fn for_each_token(&self, text: &str, sink: &mut dyn FnMut(&str)) {
+        self.tokens_with(text, |t, _, _| sink(t));
+    }
+
+    fn for_each_token_with_offsets(&self, text: &str, sink: &mut dyn FnMut(&str, usize, usize)) {
+        self.tokens_with(text, sink);
     }
 
     fn normalize(&self, text: &str) -> String {
@@ -300,7 +317,15 @@ fn ascii_match(b: &[u8], start: usize) -> Result<(usize, bool), usize> {
     }
 }
 
-fn ascii_tokens(text: &str, max: usize, buf: &mut String, sink: &mut dyn FnMut(&str)) {
+/// Tokens of the ASCII `text`, which starts at byte `base` of the analyzed text.
+#[inline]
+fn ascii_tokens<F: FnMut(&str, usize, usize)>(
+    text: &str,
+    base: usize,
+    max: usize,
+    buf: &mut String,
+    sink: &mut F,
+) {
     let b = text.as_bytes();
     let n = b.len();
     let mut i = 0;
@@ -317,9 +342,9 @@ fn ascii_tokens(text: &str, max: usize, buf: &mut String, sink: &mut dyn FnMut(&
                     buf.clear();
                     buf.push_str(tok);
                     buf.make_ascii_lowercase();
-                    sink(buf);
+                    sink(buf, base + i, base + end);
                 } else {
-                    sink(tok);
+                    sink(tok, base + i, base + end);
                 }
                 i = end;
             }
@@ -342,7 +367,14 @@ struct Scratch {
 }
 
 /// Returns false when Lucene would stop tokenizing the whole text (see below).
-fn unicode_tokens(text: &str, max: usize, s: &mut Scratch, sink: &mut dyn FnMut(&str)) -> bool {
+/// (`text` starts at byte `origin` of the analyzed text.)
+fn unicode_tokens<F: FnMut(&str, usize, usize)>(
+    text: &str,
+    origin: usize,
+    max: usize,
+    s: &mut Scratch,
+    sink: &mut F,
+) -> bool {
     s.cps.clear();
     s.bytes.clear();
     s.units.clear();
@@ -385,9 +417,9 @@ fn unicode_tokens(text: &str, max: usize, s: &mut Scratch, sink: &mut dyn FnMut(
                             cp.c
                         }
                     }));
-                    sink(&s.buf);
+                    sink(&s.buf, origin + s.bytes[i], origin + s.bytes[end]);
                 } else {
-                    sink(tok);
+                    sink(tok, origin + s.bytes[i], origin + s.bytes[end]);
                 }
                 i = end;
             }

@@ -250,6 +250,23 @@ fn mixed_text() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
+    /// The offsets variant gives the same tokens, each the normalized text of its byte range,
+    /// ranges ascending and disjoint.
+    #[test]
+    fn offsets_cover_exactly_the_tokens(text in prop_oneof![tricky_ascii(), mixed_text()], max in prop_oneof![Just(255usize), 1usize..12]) {
+        let a = StandardAnalyzer::with_max_token_length(max);
+        let mut with = Vec::new();
+        a.for_each_token_with_offsets(&text, &mut |t, s, e| with.push((t.to_string(), s, e)));
+        let terms: Vec<String> = with.iter().map(|(t, _, _)| t.clone()).collect();
+        prop_assert_eq!(terms, a.tokens(&text));
+        let mut last = 0;
+        for (t, s, e) in &with {
+            prop_assert!(last <= *s && s < e, "{} at {}..{} after {}", t, s, e, last);
+            prop_assert_eq!(&a.normalize(&text[*s..*e]), t);
+            last = *e;
+        }
+    }
+
     #[test]
     fn ascii_fast_path_matches_unicode_path(text in tricky_ascii(), max in prop_oneof![Just(255usize), 1usize..12]) {
         let a = StandardAnalyzer::with_max_token_length(max);
