@@ -213,6 +213,7 @@ pub mod document;
 pub mod error;
 mod failpoint;
 pub mod fusion;
+pub mod highlight;
 pub mod index;
 pub mod index_sort;
 pub mod indexer;

@@ -1,0 +1,506 @@
+//! Which passages of a text show its matches best? Passages bounded by sentence breaks (and by
+//! word breaks inside sentences longer than the fragment size), formed around the matches and
+//! scored as Lucene's unified highlighter does, then formatted with tags.
+//!
+//! Lengths and offsets here are in UTF-16 code units, as in Java, so that `fragment_size` and
+//! the passage scores are the ones Lucene and Elasticsearch compute; byte offsets are converted
+//! on the way in and out.
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::matcher::Match;
+use super::Encoder;
+
+/// Lucene's `PassageScorer` defaults.
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+const PIVOT: f32 = 87.0;
+
+/// A text with conversions between byte offsets and UTF-16 offsets (identity for ASCII).
+pub(crate) struct Units<'a> {
+    text: &'a str,
+    /// Per byte offset (at char boundaries), its UTF-16 offset; empty for ASCII text.
+    unit_of_byte: Vec<u32>,
+    /// Per UTF-16 offset (at char boundaries), its byte offset; empty for ASCII text.
+    byte_of_unit: Vec<u32>,
+}
+
+impl<'a> Units<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        if text.is_ascii() {
+            return Units {
+                text,
+                unit_of_byte: Vec::new(),
+                byte_of_unit: Vec::new(),
+            };
+        }
+        let mut unit_of_byte = vec![0u32; text.len() + 1];
+        let mut byte_of_unit = Vec::with_capacity(text.len() + 1);
+        let mut u = 0u32;
+        for (b, c) in text.char_indices() {
+            unit_of_byte[b] = u;
+            for _ in 0..c.len_utf16() {
+                byte_of_unit.push(b as u32);
+            }
+            u += c.len_utf16() as u32;
+        }
+        unit_of_byte[text.len()] = u;
+        byte_of_unit.push(text.len() as u32);
+        Units {
+            text,
+            unit_of_byte,
+            byte_of_unit,
+        }
+    }
+    fn unit(&self, byte: usize) -> u32 {
+        if self.unit_of_byte.is_empty() {
+            byte as u32
+        } else {
+            self.unit_of_byte[byte]
+        }
+    }
+    fn byte(&self, unit: u32) -> usize {
+        if self.byte_of_unit.is_empty() {
+            unit as usize
+        } else {
+            self.byte_of_unit[unit as usize] as usize
+        }
+    }
+    fn len(&self) -> u32 {
+        self.unit(self.text.len())
+    }
+}
+
+/// Elasticsearch's bounded sentence scanner: passages are whole sentences while they fit in
+/// `max` units; a longer sentence is cut at word breaks around the match.
+struct BoundedBreaks {
+    sentences: Vec<u32>,
+    words: Vec<u32>,
+    max: i64,
+    /// The start of the value (a passage's earliest start).
+    first: i64,
+    /// The end of the value.
+    len: i64,
+    window: (i64, i64),
+    inner: (i64, i64),
+}
+
+/// The last break before `offset` (the first break when there is none).
+fn preceding(breaks: &[u32], offset: i64) -> i64 {
+    let i = breaks.partition_point(|&b| i64::from(b) < offset);
+    i64::from(breaks[i.saturating_sub(1)])
+}
+
+/// The first break after `offset` (`len` when there is none).
+fn following(breaks: &[u32], offset: i64, len: i64) -> i64 {
+    let i = breaks.partition_point(|&b| i64::from(b) <= offset);
+    breaks.get(i).map_or(len, |&b| i64::from(b))
+}
+
+impl BoundedBreaks {
+    /// The breaks of the value at bytes `range` of the text.
+    fn new(units: &Units<'_>, range: (usize, usize), max: usize) -> Self {
+        let text = &units.text[range.0..range.1];
+        let mut sentences: Vec<u32> = text
+            .split_sentence_bound_indices()
+            .map(|(b, _)| units.unit(range.0 + b))
+            .collect();
+        sentences.push(units.unit(range.1));
+        let mut words: Vec<u32> = text
+            .split_word_bound_indices()
+            .map(|(b, _)| units.unit(range.0 + b))
+            .collect();
+        words.push(units.unit(range.1));
+        BoundedBreaks {
+            sentences,
+            words,
+            max: max as i64,
+            first: i64::from(units.unit(range.0)),
+            len: i64::from(units.unit(range.1)),
+            window: (-1, -1),
+            inner: (-1, 0),
+        }
+    }
+
+    /// The start of the passage for a match near `offset`; [`BoundedBreaks::end`] is its end.
+    /// Called with increasing offsets.
+    fn start(&mut self, offset: i64) -> i64 {
+        let (max, len) = (self.max, self.len);
+        if offset > self.window.0 && offset < self.window.1 {
+            // Inside the long sentence of the previous passage: go on from where it ended.
+            self.inner = (self.inner.1, self.window.1);
+        } else {
+            let start = preceding(&self.sentences, offset).max(self.first);
+            let target = offset + (max - (offset - start)).max(0);
+            let mut end = if target + 1 > len {
+                len
+            } else {
+                preceding(&self.sentences, target + 1)
+            };
+            if start == end {
+                // No sentence ends within `max`: take the one this match is in.
+                end = if target >= len {
+                    len
+                } else {
+                    following(&self.sentences, target, len)
+                };
+            }
+            self.inner = (start, end);
+            self.window = (start, end);
+        }
+        if self.inner.1 - self.inner.0 > max {
+            // Too long: cut at word breaks, first on the left, then on the right.
+            if offset - max > self.inner.0 {
+                self.inner.0 = self.inner.0.max(preceding(&self.words, offset - max));
+            }
+            let remaining = (max - (offset - self.inner.0)).max(0);
+            if offset + remaining < self.window.1 {
+                self.inner.1 = self
+                    .window
+                    .1
+                    .min(following(&self.words, offset + remaining, len));
+            }
+        }
+        self.inner.0
+    }
+
+    fn end(&self) -> i64 {
+        self.inner.1
+    }
+}
+
+/// A passage: a stretch of the text (UTF-16 units) and the matches in it.
+#[derive(Debug, Clone)]
+pub(crate) struct Passage {
+    pub start: i64,
+    pub end: i64,
+    /// (start, end, key) in UTF-16 units.
+    pub matches: Vec<(i64, i64, usize)>,
+    pub score: f32,
+}
+
+/// Lucene's `PassageScorer.weight`: a term's importance from its count in the whole text.
+fn term_weight(content_len: i64, freq_in_doc: usize) -> f32 {
+    let num_docs = 1.0 + content_len as f32 / PIVOT;
+    (K1 + 1.0) * (1.0 + (f64::from(num_docs) + 0.5) / (freq_in_doc as f64 + 0.5)).ln() as f32
+}
+
+/// Lucene's `PassageScorer.tf`: saturating term frequency over the passage length.
+fn tf(freq: usize, passage_len: i64) -> f32 {
+    let norm = K1 * ((1.0 - B) + B * (passage_len as f32 / PIVOT));
+    freq as f32 / (freq as f32 + norm)
+}
+
+/// Lucene's `PassageScorer.norm`: passages near the start count a little more.
+fn position_norm(start: i64) -> f32 {
+    1.0 + 1.0 / (PIVOT + start as f32).ln()
+}
+
+fn score(p: &Passage, content_len: i64, freq_in_doc: &[usize]) -> f32 {
+    let mut keys: Vec<(usize, usize)> = Vec::new(); // (key, freq in passage)
+    for &(_, _, k) in &p.matches {
+        match keys.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, f)) => *f += 1,
+            None => keys.push((k, 1)),
+        }
+    }
+    let mut s = 0f64;
+    for (k, f) in keys {
+        s += f64::from(tf(f, p.end - p.start) * term_weight(content_len, freq_in_doc[k]));
+    }
+    (s * f64::from(position_norm(p.start))) as f32
+}
+
+/// How passages are chosen and rendered.
+pub(crate) struct PassageOptions<'a> {
+    pub fragment_size: usize,
+    /// At most this many passages; 0: the whole text is one passage.
+    pub number_of_fragments: usize,
+    pub pre_tag: &'a str,
+    pub post_tag: &'a str,
+    pub encoder: Encoder,
+    /// Best score first instead of text order.
+    pub by_score: bool,
+}
+
+/// The best passages of `text` for `matches` (byte offsets, sorted by start), formatted, each
+/// with its score. `values` are the byte ranges of the field's values in `text`, ascending: no
+/// passage spans two of them.
+pub(crate) fn best_passages(
+    text: &str,
+    values: &[(usize, usize)],
+    matches: &[Match],
+    opts: &PassageOptions<'_>,
+) -> Vec<(String, f32)> {
+    if matches.is_empty() || text.is_empty() {
+        return Vec::new();
+    }
+    let units = Units::new(text);
+    let content_len = i64::from(units.len());
+    // Each distinct key, and how often it matches in the whole text.
+    let mut keys: Vec<&str> = Vec::new();
+    let mut freq: Vec<usize> = Vec::new();
+    let mut keyed: Vec<(i64, i64, usize)> = Vec::with_capacity(matches.len());
+    for m in matches {
+        let k = match keys.iter().position(|k| *k == m.key) {
+            Some(k) => k,
+            None => {
+                keys.push(&m.key);
+                freq.push(0);
+                keys.len() - 1
+            }
+        };
+        freq[k] += 1;
+        keyed.push((
+            i64::from(units.unit(m.start)),
+            i64::from(units.unit(m.end)),
+            k,
+        ));
+    }
+    let passages = if opts.number_of_fragments == 0 {
+        vec![Passage {
+            start: 0,
+            end: content_len,
+            matches: keyed,
+            score: 0.0,
+        }]
+    } else {
+        let mut candidates = Vec::new();
+        let mut rest = &keyed[..];
+        for &(vs, ve) in values {
+            let (vs, ve) = (i64::from(units.unit(vs)), i64::from(units.unit(ve)));
+            let skip = rest.partition_point(|m| m.0 < vs);
+            let n = rest[skip..].partition_point(|m| m.0 < ve);
+            if n > 0 {
+                let range = (units.byte(vs as u32), units.byte(ve as u32));
+                candidates.extend(form_passages(
+                    &units,
+                    range,
+                    &rest[skip..skip + n],
+                    opts.fragment_size,
+                ));
+            }
+            rest = &rest[skip + n..];
+        }
+        for p in &mut candidates {
+            p.score = score(p, content_len, &freq);
+        }
+        // The top n by score; on equal scores the later passage wins (Lucene's queue).
+        candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.start.cmp(&a.start)));
+        candidates.truncate(opts.number_of_fragments);
+        if opts.by_score {
+            candidates
+        } else {
+            candidates.sort_by_key(|p| p.start);
+            candidates
+        }
+    };
+    passages
+        .iter()
+        .map(|p| (format(&units, p, opts), p.score))
+        .filter(|(s, _)| !s.is_empty())
+        .collect()
+}
+
+/// Lucene's `FieldHighlighter.highlightOffsetsEnums`: a match past the current passage's end
+/// starts a new passage, bounded by the break iterator around the match's middle.
+fn form_passages(
+    units: &Units<'_>,
+    value: (usize, usize),
+    matches: &[(i64, i64, usize)],
+    fragment_size: usize,
+) -> Vec<Passage> {
+    let mut breaks = BoundedBreaks::new(units, value, fragment_size);
+    let content_len = breaks.len;
+    let mut out: Vec<Passage> = Vec::new();
+    let mut last_end = breaks.first;
+    for &(start, end, key) in matches {
+        let needs_new = out.last().is_none_or(|p| start >= p.end);
+        if needs_new {
+            let center = start + (end - start) / 2;
+            let bstart = breaks.start((start + 1).max(center));
+            let pstart = start.min(bstart.max(last_end));
+            last_end = end.max(breaks.end().min(content_len));
+            out.push(Passage {
+                start: pstart,
+                end: last_end,
+                matches: Vec::new(),
+                score: 0.0,
+            });
+        }
+        out.last_mut()
+            .expect("a passage")
+            .matches
+            .push((start, end, key));
+    }
+    out
+}
+
+/// Elasticsearch's `CustomPassageFormatter`: overlapping matches are one highlight, text is
+/// encoded, a trailing value separator dropped, and fragments trimmed (not the whole field).
+fn format(units: &Units<'_>, p: &Passage, opts: &PassageOptions<'_>) -> String {
+    let text = units.text;
+    let slice = |s: i64, e: i64| &text[units.byte(s as u32)..units.byte(e as u32)];
+    let mut out = String::new();
+    let mut pos = p.start;
+    let mut i = 0;
+    while i < p.matches.len() {
+        let (start, mut end, _) = p.matches[i];
+        let start = start.max(pos);
+        while i + 1 < p.matches.len() && p.matches[i + 1].0 < end {
+            i += 1;
+            end = end.max(p.matches[i].1);
+        }
+        i += 1;
+        let end = end.min(p.end);
+        if end <= start {
+            continue;
+        }
+        opts.encoder.push(&mut out, slice(pos, start));
+        out.push_str(opts.pre_tag);
+        opts.encoder.push(&mut out, slice(start, end));
+        out.push_str(opts.post_tag);
+        pos = end;
+    }
+    opts.encoder.push(&mut out, slice(pos, pos.max(p.end)));
+    let out = out.trim_end_matches(super::VALUE_SEPARATOR);
+    if opts.number_of_fragments == 0 {
+        out.to_string()
+    } else {
+        out.trim().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(text: &str, word: &str) -> Vec<Match> {
+        text.match_indices(word)
+            .map(|(s, w)| Match {
+                start: s,
+                end: s + w.len(),
+                key: w.to_string(),
+            })
+            .collect()
+    }
+
+    fn opts(size: usize, n: usize) -> PassageOptions<'static> {
+        PassageOptions {
+            fragment_size: size,
+            number_of_fragments: n,
+            pre_tag: "<em>",
+            post_tag: "</em>",
+            encoder: Encoder::Default,
+            by_score: false,
+        }
+    }
+
+    fn frags(text: &str, word: &str, o: &PassageOptions<'_>) -> Vec<String> {
+        best_passages(text, &[(0, text.len())], &m(text, word), o)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    #[test]
+    fn sentences_are_passages() {
+        let text = "Oil rose today. Gas fell. Traders sold oil again.";
+        assert_eq!(
+            frags(text, "oil", &opts(100, 5)),
+            ["Traders sold <em>oil</em> again."]
+        );
+        // From the match's sentence on, as many whole sentences as fit.
+        assert_eq!(
+            frags(text, "Gas", &opts(100, 5)),
+            ["<em>Gas</em> fell. Traders sold oil again."]
+        );
+        assert_eq!(frags(text, "Gas", &opts(20, 5)), ["<em>Gas</em> fell."]);
+        // Whole field: every match, the text untrimmed.
+        assert_eq!(
+            frags(" a oil b oil ", "oil", &opts(100, 0)),
+            [" a <em>oil</em> b <em>oil</em> "]
+        );
+    }
+
+    #[test]
+    fn several_sentences_fit_in_a_fragment() {
+        let text = "One. Two oil. Three. Four.";
+        assert_eq!(
+            frags(text, "oil", &opts(100, 5)),
+            ["Two <em>oil</em>. Three. Four."]
+        );
+        assert_eq!(frags(text, "oil", &opts(9, 5)), ["Two <em>oil</em>."]);
+    }
+
+    #[test]
+    fn long_sentences_are_cut_at_words() {
+        let words: Vec<String> = (0..60).map(|i| format!("w{i}")).collect();
+        let text = format!("{} oil {}.", words.join(" "), words.join(" "));
+        let f = frags(&text, "oil", &opts(40, 5));
+        assert_eq!(f.len(), 1);
+        assert!(f[0].contains("<em>oil</em>"), "{f:?}");
+        let plain = f[0].replace("<em>", "").replace("</em>", "");
+        assert!(plain.len() <= 45, "{} > 40: {plain:?}", plain.len());
+        assert!(!plain.starts_with(' ') && text.contains(&plain));
+        // Words are whole.
+        for w in plain.split(' ') {
+            assert!(w == "oil" || words.contains(&w.to_string()), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn best_passages_in_text_order_or_by_score() {
+        // Sentences of 19-21 units: one passage each with a fragment size of 20.
+        // (A sentence ends before a capital, not before a lowercase word: UAX#29.)
+        let text = "Oil is here today. Gas is here too now. Oil Oil Oil again. \
+                    Gas gas gas is here. Oil at the very end.";
+        let mut o = opts(20, 2);
+        let three = "<em>Oil</em> <em>Oil</em> <em>Oil</em> again.";
+        let first = "<em>Oil</em> is here today.";
+        assert_eq!(frags(text, "Oil", &o), [first, three]);
+        o.by_score = true;
+        assert_eq!(frags(text, "Oil", &o), [three, first]);
+    }
+
+    #[test]
+    fn overlapping_matches_are_one_highlight_and_html_is_encoded() {
+        let text = "a <b>oil</b> & co";
+        let mut ms = m(text, "oil");
+        ms.extend(m(text, "il</b"));
+        ms.sort();
+        let mut o = opts(100, 1);
+        o.encoder = Encoder::Html;
+        assert_eq!(
+            best_passages(text, &[(0, text.len())], &ms, &o)[0].0,
+            "a &lt;b&gt;<em>oil&lt;&#x2F;b</em>&gt; &amp; co"
+        );
+    }
+
+    #[test]
+    fn scores_follow_lucene_passage_scorer() {
+        // One match of a term found once in an 87-unit text, in a 10-unit passage at 0.
+        let w = term_weight(87, 1);
+        assert!((w - 2.2 * (1.0f64 + 2.5 / 1.5).ln() as f32).abs() < 1e-6);
+        let t = tf(1, 10);
+        assert!((t - 1.0 / (1.0 + 1.2 * (0.25 + 0.75 * 10.0 / 87.0))).abs() < 1e-6);
+        assert!((position_norm(0) - (1.0 + 1.0 / 87f32.ln())).abs() < 1e-6);
+    }
+
+    #[test]
+    fn utf16_lengths() {
+        let text = "é".repeat(10) + " oil. " + &"ü".repeat(3);
+        let f = frags(&text, "oil", &opts(100, 1));
+        assert_eq!(
+            f,
+            [format!(
+                "{} <em>oil</em>. {}",
+                "é".repeat(10),
+                "ü".repeat(3)
+            )]
+        );
+        let u = Units::new(&text);
+        assert_eq!(u.len(), 10 + 6 + 3);
+        assert_eq!(u.byte(10), 20);
+    }
+}
