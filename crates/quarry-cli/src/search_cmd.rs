@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use quarry::{DirectoryKind, Index, SearchMode, Searcher, SortField, SortKey, SortValue};
+use quarry::highlight::{HighlightOptions, Highlighter};
+use quarry::{
+    DirectoryKind, DocAddress, Index, SearchMode, Searcher, SortField, SortKey, SortValue,
+};
 use serde_json::{json, Map, Value};
 
 #[derive(clap::Args, Debug)]
@@ -36,6 +39,15 @@ pub struct SearchArgs {
     /// break ties). Hits then show their sort values; the count is exact.
     #[arg(long = "sort", value_name = "FIELD[:asc|desc]")]
     pub sort: Vec<String>,
+    /// Highlight the query's matches in these stored fields (comma-separated or repeated;
+    /// `*` patterns allowed): up to 5 fragments of about 100 characters per field, matches in
+    /// `<em>`…`</em>`, printed under each hit (`"highlight"` in `--json`).
+    #[arg(
+        long = "highlight",
+        value_name = "FIELD[,FIELD]",
+        value_delimiter = ','
+    )]
+    pub highlight: Vec<String>,
     /// The query, in Lucene's classic syntax. A query may start with `-` (`'-oil +gas'`); put
     /// `--` before a query that looks like an option of this command (`-- --top`).
     #[arg(allow_hyphen_values = true)]
@@ -78,7 +90,27 @@ fn sort_value_json(v: &SortValue) -> Value {
     }
 }
 
-/// Runs one query; returns its JSON result and the time the search took.
+/// One hit as JSON: its stored document, and its highlighted fields when asked for.
+fn hit_json(
+    searcher: &Searcher,
+    highlighter: Option<(&Highlighter, &[(String, HighlightOptions)])>,
+    doc: DocAddress,
+    mut hit: Map<String, Value>,
+) -> Result<Value> {
+    let stored = searcher.stored_fields(doc)?;
+    if let Some((h, fields)) = highlighter {
+        let mut hl = Map::new();
+        for (field, frags) in h.highlight_doc(&stored, fields) {
+            hl.insert(field, json!(frags));
+        }
+        hit.insert("highlight".into(), Value::Object(hl));
+    }
+    hit.insert("doc".into(), Value::Object(stored));
+    Ok(Value::Object(hit))
+}
+
+/// Runs one query; returns its JSON result and the time the search took (without fetching and
+/// highlighting the hits).
 pub fn run_one(
     searcher: &Searcher,
     fields: &[&str],
@@ -86,19 +118,25 @@ pub fn run_one(
     k: usize,
     mode: SearchMode,
     sort: &[SortField],
+    highlight: &[String],
 ) -> Result<(Value, f64)> {
     let start = Instant::now();
     let q = searcher.parse_query(query, fields)?;
+    let hl_fields: Vec<(String, HighlightOptions)> = highlight
+        .iter()
+        .map(|f| (f.clone(), HighlightOptions::default()))
+        .collect();
+    let highlighter = (!highlight.is_empty()).then(|| Highlighter::new(&q, searcher.schema()));
+    let hl = highlighter.as_ref().map(|h| (h, hl_fields.as_slice()));
     if !sort.is_empty() {
         let res = searcher.search_sorted(&q, sort, k, None, false)?;
         let micros = start.elapsed().as_secs_f64() * 1e6;
         let mut top = Vec::with_capacity(res.hits.len());
         for h in &res.hits {
             let values: Vec<Value> = h.values.iter().map(sort_value_json).collect();
-            top.push(json!({
-                "sort": values,
-                "doc": Value::Object(searcher.stored_fields(h.hit.doc)?),
-            }));
+            let mut hit = Map::new();
+            hit.insert("sort".into(), json!(values));
+            top.push(hit_json(searcher, hl, h.hit.doc, hit)?);
         }
         return Ok((
             json!({"query": query, "hits": res.total_hits, "hits_exact": true, "top": top}),
@@ -109,7 +147,9 @@ pub fn run_one(
     let micros = start.elapsed().as_secs_f64() * 1e6;
     let mut top = Vec::with_capacity(res.top.len());
     for h in &res.top {
-        top.push(json!({"score": h.score, "doc": Value::Object(searcher.stored_fields(h.doc)?)}));
+        let mut hit = Map::new();
+        hit.insert("score".into(), json!(h.score));
+        top.push(hit_json(searcher, hl, h.doc, hit)?);
     }
     Ok((
         json!({"query": query, "hits": res.total_hits, "hits_exact": res.hits_exact, "top": top}),
@@ -152,6 +192,14 @@ fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
                 summary(&doc)
             )?,
         }
+        if let Some(hl) = h.get("highlight").and_then(Value::as_object) {
+            for (field, frags) in hl {
+                for f in frags.as_array().into_iter().flatten() {
+                    let f = f.as_str().unwrap_or_default().replace('\n', " ");
+                    writeln!(out, "       {field}: {f}")?;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -186,6 +234,25 @@ fn check_default_fields(searcher: &Searcher, fields: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a `--highlight` field or pattern that names no stored text or keyword field.
+fn check_highlight_fields(searcher: &Searcher, fields: &[String]) -> Result<()> {
+    let h = Highlighter::new(&quarry::query::Query::MatchNone, searcher.schema());
+    for f in fields {
+        if h.fields_matching(f).is_empty() {
+            let known = h.fields_matching("*");
+            bail!(
+                "--highlight {f:?} names no stored text or keyword field; the index has {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &SearchArgs) -> Result<()> {
     crate::require_index_dir(&args.index)?;
     let index = Index::open_with(&args.index, args.directory)
@@ -194,11 +261,20 @@ pub fn run(args: &SearchArgs) -> Result<()> {
     let fields: Vec<&str> = args.default_fields.iter().map(String::as_str).collect();
     check_default_fields(&searcher, &fields)?;
     let sort = parse_sort(&args.sort)?;
+    check_highlight_fields(&searcher, &args.highlight)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match (&args.query, &args.queries) {
         (Some(q), None) => {
-            let (v, micros) = run_one(&searcher, &fields, q, args.top, args.mode, &sort)?;
+            let (v, micros) = run_one(
+                &searcher,
+                &fields,
+                q,
+                args.top,
+                args.mode,
+                &sort,
+                &args.highlight,
+            )?;
             if args.json {
                 writeln!(out, "{v}")?;
             } else {
@@ -223,8 +299,16 @@ pub fn run(args: &SearchArgs) -> Result<()> {
                 }
                 ran += 1;
                 let outcome = batch_query(&line).and_then(|q| {
-                    run_one(&searcher, &fields, &q, args.top, args.mode, &sort)
-                        .map_err(|e| (Some(q), format!("{e:#}")))
+                    run_one(
+                        &searcher,
+                        &fields,
+                        &q,
+                        args.top,
+                        args.mode,
+                        &sort,
+                        &args.highlight,
+                    )
+                    .map_err(|e| (Some(q), format!("{e:#}")))
                 });
                 match outcome {
                     Ok((v, _)) if args.json => writeln!(out, "{v}")?,

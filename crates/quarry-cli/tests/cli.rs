@@ -295,3 +295,58 @@ fn threads_and_directories_give_identical_results() {
         }
     }
 }
+
+#[test]
+fn search_highlights_fields_in_text_and_json() {
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("docs.jsonl");
+    std::fs::write(
+        &input,
+        concat!(
+            r#"{"id": 1, "title": "Oil prices", "body": "Crude oil prices rose. Prices of oil fell."}"#,
+            "\n",
+            r#"{"id": 2, "title": "Gas", "body": "Gas prices fell."}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let idx = t.path().join("idx");
+    ok(quarry()
+        .args(["index", "-q", "--input"])
+        .arg(&input)
+        .arg("--index")
+        .arg(&idx));
+    let text = ok(quarry()
+        .args(["search", "--highlight", "body,title", "--index"])
+        .arg(&idx)
+        .arg(r#"body:"oil prices""#));
+    assert!(
+        text.contains("body: Crude <em>oil prices</em> rose. Prices of oil fell."),
+        "{text}"
+    );
+    assert!(!text.contains("title: "), "title was not queried: {text}");
+    let json = ok(quarry()
+        .args(["search", "--json", "--highlight", "*", "--index"])
+        .arg(&idx)
+        .arg("pric*"));
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let hl: Vec<&serde_json::Value> = v["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["highlight"])
+        .collect();
+    assert!(
+        hl.contains(&&serde_json::json!({
+            "title": ["Oil <em>prices</em>"],
+            "body": ["Crude oil <em>prices</em> rose. <em>Prices</em> of oil fell."]
+        })),
+        "{json}"
+    );
+    let bad = run(quarry()
+        .args(["search", "--highlight", "id", "--index"])
+        .arg(&idx)
+        .arg("oil"));
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--highlight \"id\""));
+}
