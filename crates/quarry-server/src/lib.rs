@@ -28,6 +28,7 @@ pub mod bulk;
 pub mod dsl;
 pub mod engine;
 pub mod error;
+pub mod highlight;
 pub mod indices;
 pub mod mapping;
 pub mod metrics;

@@ -55,6 +55,8 @@ pub struct SearchRequest {
     pub track_scores: bool,
     /// `aggs` (or `aggregations`): computed over every match, whatever `size`.
     pub aggs: Option<quarry::aggregation::Aggregations>,
+    /// `highlight`: hits carry the highlighted fragments of these fields.
+    pub highlight: Option<crate::highlight::HighlightRequest>,
 }
 
 /// Parses one sort entry: `"field"`, `"_score"`, `{"field": "desc"}` or
@@ -381,6 +383,7 @@ pub fn parse_request(
             "track_scores",
             "aggs",
             "aggregations",
+            "highlight",
         ]
     };
     for k in m.keys() {
@@ -504,7 +507,12 @@ pub fn parse_request(
         }
         (None, None) => None,
     };
+    let highlight = m
+        .get("highlight")
+        .map(crate::highlight::parse)
+        .transpose()?;
     Ok(SearchRequest {
+        highlight,
         aggs,
         version,
         seq_no_primary_term,
@@ -558,8 +566,16 @@ pub fn run(
     let opts = req.options(took_start, default_timeout);
     let (searcher, result) = handle.search(&req.query, k.max(1), mode, &opts)?;
     let mut hits = Vec::new();
+    let highlighter = highlighter_of(&searcher, req);
     for hit in result.top.iter().skip(req.from).take(req.size) {
-        hits.push(hit_json(handle, req, &searcher, hit.doc, Some(hit.score))?);
+        hits.push(hit_json(
+            handle,
+            req,
+            &searcher,
+            highlighter.as_ref(),
+            hit.doc,
+            Some(hit.score),
+        )?);
     }
     let max_score = result.top.first().map(|h| h.score);
     let mut hits_obj = json!({"max_score": max_score, "hits": hits});
@@ -595,16 +611,32 @@ fn aggregations_of(searcher: &Searcher, req: &SearchRequest) -> Result<Option<Va
     }
 }
 
-/// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata and
-/// `_source`).
+/// The highlighter of a request that asks for highlighting.
+fn highlighter_of(
+    searcher: &Searcher,
+    req: &SearchRequest,
+) -> Option<quarry::highlight::Highlighter> {
+    req.highlight
+        .as_ref()
+        .map(|_| crate::highlight::HighlightRequest::highlighter(&req.query, searcher))
+}
+
+/// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata,
+/// `_source` and `highlight`).
 fn hit_json(
     handle: &IndexHandle,
     req: &SearchRequest,
     searcher: &Searcher,
+    highlighter: Option<&quarry::highlight::Highlighter>,
     doc: quarry::DocAddress,
     score: Option<f32>,
 ) -> Result<Value, ApiError> {
     let stored = searcher.stored_fields(doc)?;
+    let highlight = req
+        .highlight
+        .as_ref()
+        .zip(highlighter)
+        .and_then(|(r, h)| r.hit(h, &stored));
     let id = stored
         .get(crate::mapping::ID_FIELD)
         .and_then(Value::as_str)
@@ -621,6 +653,9 @@ fn hit_json(
     }
     if let Some(src) = req.source.apply(source) {
         h["_source"] = Value::Object(src);
+    }
+    if let Some(hl) = highlight {
+        h["highlight"] = hl;
     }
     Ok(h)
 }
@@ -644,11 +679,13 @@ fn run_sorted(
     let scored = req.track_scores || req.sort.iter().any(|s| s.key == SortKey::Score);
     let mut hits = Vec::new();
     let max_score = r.max_score.filter(|_| scored);
+    let highlighter = highlighter_of(&searcher, req);
     for h in r.hits.iter().skip(req.from).take(req.size) {
         let mut j = hit_json(
             handle,
             req,
             &searcher,
+            highlighter.as_ref(),
             h.hit.doc,
             scored.then_some(h.hit.score),
         )?;
