@@ -15,7 +15,9 @@ use crate::{convert, detached, errors};
 
 /// One search hit: ``score`` (BM25, float32 precision), ``doc`` (the document's address
 /// ``(segment, doc)`` in the searcher it came from), ``seq`` (its position in index order),
-/// ``fields`` (stored fields) and ``shard`` (the shard, for sharded searches; else None).
+/// ``fields`` (stored fields), ``shard`` (the shard, for sharded searches; else None) and
+/// ``snippets`` (with ``search(..., highlight=[...])``: per highlighted field with a match, its
+/// fragments with the matches in ``<em>``...``</em>``; else empty).
 #[pyclass(name = "Hit", module = "quarry", frozen)]
 pub struct PyHit {
     #[pyo3(get)]
@@ -32,12 +34,16 @@ pub struct PyHit {
     /// page); else None.
     #[pyo3(get)]
     sort: Option<Py<PyList>>,
+    /// Highlighted fragments by field (``search(..., highlight=[...])``).
+    #[pyo3(get)]
+    snippets: Py<PyDict>,
 }
 
 #[pymethods]
 impl PyHit {
     #[new]
-    #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None))]
+    #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None, snippets = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         score: f32,
@@ -46,6 +52,7 @@ impl PyHit {
         fields: Option<Py<PyDict>>,
         shard: Option<u32>,
         sort: Option<Py<PyList>>,
+        snippets: Option<Py<PyDict>>,
     ) -> Self {
         Self {
             score,
@@ -54,6 +61,7 @@ impl PyHit {
             fields: fields.unwrap_or_else(|| PyDict::new(py).unbind()),
             shard,
             sort,
+            snippets: snippets.unwrap_or_else(|| PyDict::new(py).unbind()),
         }
     }
 
@@ -73,8 +81,16 @@ impl PyHit {
         let py = slf.py();
         let h = slf.get();
         let sort = h.sort.as_ref().map(|s| s.clone_ref(py));
-        let args =
-            (h.score, h.doc, h.seq, h.fields.clone_ref(py), h.shard, sort).into_pyobject(py)?;
+        let args = (
+            h.score,
+            h.doc,
+            h.seq,
+            h.fields.clone_ref(py),
+            h.shard,
+            sort,
+            h.snippets.clone_ref(py),
+        )
+            .into_pyobject(py)?;
         PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
     }
 }
@@ -275,6 +291,7 @@ impl PySearcher {
                         fields: f.unbind(),
                         shard: None,
                         sort: Some(PyList::new(py, values)?.unbind()),
+                        snippets: PyDict::new(py).unbind(),
                     },
                 )
             })
@@ -284,6 +301,45 @@ impl PySearcher {
             count: res.total_hits,
             count_exact: true,
         })
+    }
+}
+
+impl PySearcher {
+    /// ``highlight=``: a field name or pattern, or a list of them; each must name a stored
+    /// text or keyword field.
+    fn highlight_fields(
+        &self,
+        py: Python<'_>,
+        v: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<(String, quarry::highlight::HighlightOptions)>> {
+        let Some(v) = v.filter(|v| !v.is_none()) else {
+            return Ok(Vec::new());
+        };
+        let names: Vec<String> = match v.extract::<String>() {
+            Ok(s) => vec![s],
+            Err(_) => v.extract().map_err(|_| {
+                bad_arg(
+                    py,
+                    format!("highlight= must be a field name or a list of them, not {v}"),
+                )
+            })?,
+        };
+        let h = quarry::highlight::Highlighter::new(&Query::MatchNone, self.inner.schema());
+        for n in &names {
+            if h.fields_matching(n).is_empty() {
+                return Err(bad_arg(
+                    py,
+                    format!(
+                        "highlight= {n:?} names no stored text or keyword field (the index has: {})",
+                        h.fields_matching("*").join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(names
+            .into_iter()
+            .map(|n| (n, quarry::highlight::HighlightOptions::default()))
+            .collect())
     }
 }
 
@@ -488,7 +544,12 @@ impl PySearcher {
     /// (index order) are keys too. Hits then carry ``sort`` values; ``after=`` (the last hit's
     /// ``sort``) returns the next page; scores are NaN unless a key is ``"_score"`` or
     /// ``track_scores=True``; the count is exact.
-    #[pyo3(signature = (query, limit = 10, mode = "top_count", fields = None, default_fields = None, stats = None, order_by = None, after = None, track_scores = false))]
+    ///
+    /// ``highlight``: stored text or keyword fields (names or ``*`` patterns) whose matches to
+    /// mark: each hit's ``snippets`` maps each such field with a match to its best fragments
+    /// (up to 5 of about 100 characters, in text order, matches in ``<em>``...``</em>``), as
+    /// Elasticsearch's default highlighter makes them. Not with ``order_by``.
+    #[pyo3(signature = (query, limit = 10, mode = "top_count", fields = None, default_fields = None, stats = None, order_by = None, after = None, track_scores = false, highlight = None))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -502,9 +563,17 @@ impl PySearcher {
         order_by: Option<&Bound<'_, PyAny>>,
         after: Option<&Bound<'_, PyAny>>,
         track_scores: bool,
+        highlight: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySearchResult> {
         let mode = parse_mode(py, mode)?;
         let q = self.resolve(py, query, default_fields)?;
+        let highlight = self.highlight_fields(py, highlight)?;
+        if !highlight.is_empty() && order_by.is_some_and(|o| !o.is_none()) {
+            return Err(bad_arg(
+                py,
+                "highlight= is not supported with order_by=".into(),
+            ));
+        }
         if let Some(order_by) = order_by.filter(|o| !o.is_none()) {
             let sort = parse_order_by(py, order_by, self.inner.schema())?;
             let after = after
@@ -522,15 +591,24 @@ impl PySearcher {
         }
         let searcher = self.scoring(py, stats)?;
         let want_fields = fields.as_ref().is_none_or(|f| !f.is_empty());
-        let (res, docs) = detached(py, move || {
+        let (res, docs, snippets) = detached(py, move || {
             let res = searcher.search(&q, limit, mode)?;
             let mut docs = Vec::new();
-            if want_fields {
+            let mut snippets = Vec::new();
+            let highlighter = (!highlight.is_empty())
+                .then(|| quarry::highlight::Highlighter::new(&q, searcher.schema()));
+            if want_fields || highlighter.is_some() {
                 for h in &res.top {
-                    docs.push(searcher.stored_fields(h.doc)?);
+                    let stored = searcher.stored_fields(h.doc)?;
+                    if let Some(hl) = &highlighter {
+                        snippets.push(hl.highlight_doc(&stored, &highlight));
+                    }
+                    if want_fields {
+                        docs.push(stored);
+                    }
                 }
             }
-            Ok((res, docs))
+            Ok((res, docs, snippets))
         })?;
         let hits = res
             .top
@@ -541,6 +619,10 @@ impl PySearcher {
                     Some(m) => convert::stored(py, m, fields.as_deref())?,
                     None => PyDict::new(py),
                 };
+                let sn = PyDict::new(py);
+                for (field, frags) in snippets.get(i).into_iter().flatten() {
+                    sn.set_item(field, frags)?;
+                }
                 Py::new(
                     py,
                     PyHit {
@@ -550,6 +632,7 @@ impl PySearcher {
                         fields: f.unbind(),
                         shard: None,
                         sort: None,
+                        snippets: sn.unbind(),
                     },
                 )
             })

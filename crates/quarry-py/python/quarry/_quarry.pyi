@@ -170,6 +170,7 @@ class Hit:
     fields: dict[str, Any]
     shard: int | None
     sort: list[Any] | None
+    snippets: dict[str, list[str]]
     def __init__(
         self,
         score: float,
@@ -178,6 +179,7 @@ class Hit:
         fields: dict[str, Any] | None = None,
         shard: int | None = None,
         sort: list[Any] | None = None,
+        snippets: dict[str, list[str]] | None = None,
     ) -> None: ...
 
 class SearchResult:
@@ -204,6 +206,7 @@ class Searcher:
         order_by: str | Sequence[str | tuple[str, str] | dict[str, Any]] | None = None,
         after: Sequence[Any] | None = None,
         track_scores: bool = False,
+        highlight: str | Sequence[str] | None = None,
     ) -> SearchResult: ...
     def aggregate(
         self,
