@@ -73,9 +73,12 @@ impl<'a> Units<'a> {
 
 /// Elasticsearch's bounded sentence scanner: passages are whole sentences while they fit in
 /// `max` units; a longer sentence is cut at word breaks around the match.
-struct BoundedBreaks {
+struct BoundedBreaks<'a> {
+    units: &'a Units<'a>,
+    range: (usize, usize),
     sentences: Vec<u32>,
-    words: Vec<u32>,
+    /// Word breaks, found when a sentence first needs cutting.
+    words: Option<Vec<u32>>,
     max: i64,
     /// The start of the value (a passage's earliest start).
     first: i64,
@@ -97,23 +100,20 @@ fn following(breaks: &[u32], offset: i64, len: i64) -> i64 {
     breaks.get(i).map_or(len, |&b| i64::from(b))
 }
 
-impl BoundedBreaks {
+impl<'a> BoundedBreaks<'a> {
     /// The breaks of the value at bytes `range` of the text.
-    fn new(units: &Units<'_>, range: (usize, usize), max: usize) -> Self {
+    fn new(units: &'a Units<'a>, range: (usize, usize), max: usize) -> Self {
         let text = &units.text[range.0..range.1];
         let mut sentences: Vec<u32> = text
             .split_sentence_bound_indices()
             .map(|(b, _)| units.unit(range.0 + b))
             .collect();
         sentences.push(units.unit(range.1));
-        let mut words: Vec<u32> = text
-            .split_word_bound_indices()
-            .map(|(b, _)| units.unit(range.0 + b))
-            .collect();
-        words.push(units.unit(range.1));
         BoundedBreaks {
+            units,
+            range,
             sentences,
-            words,
+            words: None,
             max: max as i64,
             first: i64::from(units.unit(range.0)),
             len: i64::from(units.unit(range.1)),
@@ -151,14 +151,13 @@ impl BoundedBreaks {
         if self.inner.1 - self.inner.0 > max {
             // Too long: cut at word breaks, first on the left, then on the right.
             if offset - max > self.inner.0 {
-                self.inner.0 = self.inner.0.max(preceding(&self.words, offset - max));
+                let cut = preceding(self.words(), offset - max);
+                self.inner.0 = self.inner.0.max(cut);
             }
             let remaining = (max - (offset - self.inner.0)).max(0);
             if offset + remaining < self.window.1 {
-                self.inner.1 = self
-                    .window
-                    .1
-                    .min(following(&self.words, offset + remaining, len));
+                let cut = following(self.words(), offset + remaining, len);
+                self.inner.1 = self.window.1.min(cut);
             }
         }
         self.inner.0
@@ -166,6 +165,18 @@ impl BoundedBreaks {
 
     fn end(&self) -> i64 {
         self.inner.1
+    }
+
+    fn words(&mut self) -> &[u32] {
+        let (units, range) = (self.units, self.range);
+        self.words.get_or_insert_with(|| {
+            let mut words: Vec<u32> = units.text[range.0..range.1]
+                .split_word_bound_indices()
+                .map(|(b, _)| units.unit(range.0 + b))
+                .collect();
+            words.push(units.unit(range.1));
+            words
+        })
     }
 }
 
