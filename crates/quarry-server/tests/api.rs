@@ -894,3 +894,81 @@ async fn msearch_and_mget_answer_like_their_single_requests() {
     }
     assert_eq!(r.body["docs"][3]["found"], false);
 }
+
+/// `highlight` over Reuters gives each hit the fragments the library's highlighter gives for
+/// the same query and document, in `_search` and `_msearch` alike; a bad option is a 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn highlights_are_the_librarys_fragments() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = AppState::open(Config::new(dir.path())).unwrap();
+    reuters_index(&state, 1000).await;
+    let lib = Index::open(&dir.path().join("reuters/index"))
+        .unwrap()
+        .searcher();
+    let body = json!({
+        "query": {"bool": {"must": [{"match_phrase": {"body": "crude oil"}}],
+                           "should": [{"prefix": {"body": "pric"}}]}},
+        "highlight": {"fields": {"body": {"fragment_size": 80}, "title": {}}},
+        "size": 5
+    });
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(&body.to_string()),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let hits = r.body["hits"]["hits"].as_array().unwrap().clone();
+    assert_eq!(hits.len(), 5);
+    let q = lib
+        .parse_query("+body:\"crude oil\" body:pric*", &["body"])
+        .unwrap();
+    let top = lib.search(&q, 50, SearchMode::Top).unwrap().top;
+    let h = quarry::highlight::Highlighter::new(&q, lib.schema());
+    let opts = quarry::highlight::HighlightOptions {
+        fragment_size: 80,
+        ..Default::default()
+    };
+    let by_id: std::collections::HashMap<String, serde_json::Map<String, Value>> = top
+        .iter()
+        .map(|t| {
+            let stored = lib.stored_fields(t.doc).unwrap();
+            (stored["_id"].as_str().unwrap().to_string(), stored)
+        })
+        .collect();
+    for hit in &hits {
+        let stored = &by_id[hit["_id"].as_str().unwrap()];
+        let want = h.highlight_field("body", &stored["body"], &opts);
+        assert!(!want.is_empty());
+        assert!(
+            want.iter().any(|f| f.contains("<em>crude oil</em>")),
+            "{want:?}"
+        );
+        assert_eq!(hit["highlight"]["body"], json!(want), "{hit}");
+        assert!(hit["highlight"].get("title").is_none() || hit["highlight"]["title"].is_array());
+    }
+    let nd = format!("{{\"index\": \"reuters\"}}\n{body}\n");
+    let m = call(&state, "POST", "/_msearch", Some(&nd), NDJSON).await;
+    assert_eq!(m.status, 200, "{}", m.body);
+    assert_eq!(m.body["responses"][0]["hits"]["hits"], json!(hits));
+    let bad = json!({"query": {"match_all": {}}, "highlight": {"fields": {"body": {"fragment_size": 0}}}});
+    let r = call(
+        &state,
+        "POST",
+        "/reuters/_search",
+        Some(&bad.to_string()),
+        JSON,
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("[fragment_size]"),
+        "{}",
+        r.body
+    );
+}
