@@ -2,7 +2,9 @@
 //! with slop, prefixes, text ranges) grouped by field, matched against the text re-analyzed with
 //! the field's analyzer (Lucene's `ANALYSIS` offset source).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use rustc_hash::FxHashSet;
 
 use crate::analysis::Analyzer;
 use crate::query::{Occur, Query};
@@ -46,7 +48,8 @@ impl TextRange {
 /// not required).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct FieldQuery {
-    terms: HashSet<String>,
+    /// Looked up once per token of every highlighted text: a fast hash.
+    terms: FxHashSet<String>,
     prefixes: Vec<String>,
     ranges: Vec<TextRange>,
     phrases: Vec<Phrase>,

@@ -76,7 +76,12 @@ impl<'a> Units<'a> {
 struct BoundedBreaks<'a> {
     units: &'a Units<'a>,
     range: (usize, usize),
+    /// Sentence breaks found so far (UTF-16 offsets, ascending): found as far as the matches
+    /// need, since segmenting is the costly part of highlighting.
     sentences: Vec<u32>,
+    /// Where the sentence breaks after the last of `sentences` come from; `None` once every
+    /// break (and the value's end) is in `sentences`.
+    more: Option<unicode_segmentation::USentenceBoundIndices<'a>>,
     /// Word breaks, found when a sentence first needs cutting.
     words: Option<Vec<u32>>,
     max: i64,
@@ -104,15 +109,11 @@ impl<'a> BoundedBreaks<'a> {
     /// The breaks of the value at bytes `range` of the text.
     fn new(units: &'a Units<'a>, range: (usize, usize), max: usize) -> Self {
         let text = &units.text[range.0..range.1];
-        let mut sentences: Vec<u32> = text
-            .split_sentence_bound_indices()
-            .map(|(b, _)| units.unit(range.0 + b))
-            .collect();
-        sentences.push(units.unit(range.1));
         BoundedBreaks {
             units,
             range,
-            sentences,
+            sentences: Vec::new(),
+            more: Some(text.split_sentence_bound_indices()),
             words: None,
             max: max as i64,
             first: i64::from(units.unit(range.0)),
@@ -120,6 +121,30 @@ impl<'a> BoundedBreaks<'a> {
             window: (-1, -1),
             inner: (-1, 0),
         }
+    }
+
+    /// The sentence breaks, found at least up to the first one after `offset` (or all).
+    fn sentences_past(&mut self, offset: i64) -> &[u32] {
+        while self
+            .sentences
+            .last()
+            .is_none_or(|&b| i64::from(b) <= offset)
+        {
+            let Some(iter) = self.more.as_mut() else {
+                break;
+            };
+            match iter.next() {
+                Some((b, _)) => {
+                    let u = self.units.unit(self.range.0 + b);
+                    self.sentences.push(u);
+                }
+                None => {
+                    self.sentences.push(self.units.unit(self.range.1));
+                    self.more = None;
+                }
+            }
+        }
+        &self.sentences
     }
 
     /// The start of the passage for a match near `offset`; [`BoundedBreaks::end`] is its end.
@@ -130,19 +155,19 @@ impl<'a> BoundedBreaks<'a> {
             // Inside the long sentence of the previous passage: go on from where it ended.
             self.inner = (self.inner.1, self.window.1);
         } else {
-            let start = preceding(&self.sentences, offset).max(self.first);
+            let start = preceding(self.sentences_past(offset), offset).max(self.first);
             let target = offset + (max - (offset - start)).max(0);
             let mut end = if target + 1 > len {
                 len
             } else {
-                preceding(&self.sentences, target + 1)
+                preceding(self.sentences_past(target + 1), target + 1)
             };
             if start == end {
                 // No sentence ends within `max`: take the one this match is in.
                 end = if target >= len {
                     len
                 } else {
-                    following(&self.sentences, target, len)
+                    following(self.sentences_past(target), target, len)
                 };
             }
             self.inner = (start, end);
