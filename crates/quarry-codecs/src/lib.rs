@@ -8,6 +8,7 @@
 //! returns [`CodecError`] instead of panicking.
 
 pub mod bitpack;
+pub mod cast;
 pub mod checksum;
 pub mod column;
 pub mod cpu;
