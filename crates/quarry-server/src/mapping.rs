@@ -199,8 +199,13 @@ pub fn mappings_of(schema: &Schema) -> Value {
             FieldType::Boolean => "boolean",
             FieldType::Float => "double",
             FieldType::Date => "date",
+            FieldType::Vector => "dense_vector",
         };
         let mut def = json!({"type": ty});
+        if let Some(o) = f.vector_options() {
+            def["dims"] = json!(o.dims);
+            def["similarity"] = json!(o.similarity.name());
+        }
         if let Some(fmt) = &f.format {
             def["format"] = json!(fmt);
         }

@@ -9,7 +9,9 @@
 //! * a key that appears twice in one object is refused (JSON leaves its meaning open; silently
 //!   keeping one of the values would lose data), with the key and the column;
 //! * strings go to `text` and `keyword` fields, integers to `integer` and `float` fields, any
-//!   number to `float` fields, `true`/`false` to `boolean` fields.
+//!   number to `float` fields, `true`/`false` to `boolean` fields;
+//! * a `vector` field takes one JSON array of exactly `dims` finite numbers (one vector per
+//!   document); a document without the field, or with `null`, has no vector.
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -24,6 +26,8 @@ pub enum FieldValue {
     Int(i64),
     Bool(bool),
     Float(f64),
+    /// A dense vector (of a `vector` field).
+    Vector(Vec<f32>),
 }
 
 /// How a field's values were given in JSON, beyond the values themselves: stored fields use it
@@ -62,6 +66,16 @@ impl Document {
             | (v @ FieldValue::Bool(_), FieldType::Boolean)
             | (v @ FieldValue::Float(_), FieldType::Float) => v,
             (FieldValue::Int(i), FieldType::Float) => FieldValue::Float(i as f64),
+            (FieldValue::Vector(v), FieldType::Vector) => {
+                check_vector(schema, id, &v).map_err(|reason| Error::Document {
+                    field: field.to_string(),
+                    reason,
+                })?;
+                if self.values.iter().any(|(f, _)| *f == id) {
+                    return Err(one_vector(field));
+                }
+                FieldValue::Vector(v)
+            }
             (v @ (FieldValue::Str(_) | FieldValue::Int(_)), FieldType::Date) => {
                 date_millis(schema, id, &v).map_err(|reason| Error::Document {
                     field: field.to_string(),
@@ -129,6 +143,15 @@ impl Document {
                 .field_id(&name)
                 .ok_or_else(|| unknown_field(schema, &name))?;
             let ft = schema.field(id).field_type;
+            if ft == FieldType::Vector {
+                if let Some(vector) = json_vector(schema, id, &name, v)? {
+                    if self.values.iter().any(|(f, _)| *f == id) {
+                        return Err(one_vector(&name));
+                    }
+                    self.values.push((id, FieldValue::Vector(vector)));
+                }
+                continue;
+            }
             match v {
                 Value::Null => self.shapes.push(Shape::Null {
                     field: id,
@@ -215,6 +238,85 @@ impl Document {
     }
 }
 
+/// The vector a JSON value gives a vector field: `None` for `null`; an array of `dims` finite
+/// numbers, checked as [`check_vector`] does; anything else is an error naming the field.
+fn json_vector(schema: &Schema, id: u32, name: &str, v: &Value) -> Result<Option<Vec<f32>>> {
+    let bad = |reason: String| Error::Document {
+        field: name.into(),
+        reason,
+    };
+    let items = match v {
+        Value::Null => return Ok(None),
+        Value::Array(items) => items,
+        other => {
+            return Err(bad(format!(
+                "expected {}, found {}",
+                type_word(FieldType::Vector),
+                json_word(other)
+            )))
+        }
+    };
+    let dims = schema.field(id).dims.unwrap_or(0) as usize;
+    if items.len() != dims {
+        return Err(bad(format!(
+            "a vector of {} values; the field has {dims} dimensions",
+            items.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(dims);
+    for (i, item) in items.iter().enumerate() {
+        match item.as_f64() {
+            Some(x) if x.is_finite() && (x as f32).is_finite() => out.push(x as f32),
+            Some(x) => {
+                return Err(bad(format!(
+                    "value {i} of the vector ({x}) is not a finite 32-bit float"
+                )))
+            }
+            None => {
+                return Err(bad(format!(
+                    "value {i} of the vector is {}, not a number",
+                    match item {
+                        Value::Array(_) => "an array".to_string(),
+                        Value::Object(_) => "an object".to_string(),
+                        other => json_word(other),
+                    }
+                )))
+            }
+        }
+    }
+    check_vector(schema, id, &out).map_err(bad)?;
+    Ok(Some(out))
+}
+
+/// Checks a vector for field `id`: `dims` values, all finite, and not all zero when compared
+/// by cosine (which scales vectors to unit length). The error is the reason.
+pub(crate) fn check_vector(schema: &Schema, id: u32, v: &[f32]) -> std::result::Result<(), String> {
+    let Some(o) = schema.field(id).vector_options() else {
+        return Err("not a vector field".into());
+    };
+    if v.len() != o.dims as usize {
+        return Err(format!(
+            "a vector of {} values; the field has {} dimensions",
+            v.len(),
+            o.dims
+        ));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(format!("value {i} of the vector ({}) is not finite", v[i]));
+    }
+    if o.similarity.normalizes() && v.iter().all(|&x| x == 0.0) {
+        return Err("a zero vector has no direction: cosine similarity cannot use it".into());
+    }
+    Ok(())
+}
+
+fn one_vector(field: &str) -> Error {
+    Error::Document {
+        field: field.to_string(),
+        reason: "a vector field holds one vector per document".into(),
+    }
+}
+
 /// Milliseconds since the epoch (UTC) of a date field's value: text read with the field's
 /// `format`, or an integer taken as text in that format (epoch milliseconds in the default one),
 /// as Elasticsearch reads a JSON number given to a date field. The error is the reason.
@@ -260,6 +362,7 @@ pub(crate) fn type_word(t: FieldType) -> &'static str {
         FieldType::Boolean => "a boolean (true or false)",
         FieldType::Float => "a number",
         FieldType::Date => "a date (a string in the field's format, or epoch milliseconds)",
+        FieldType::Vector => "a vector (an array of numbers)",
     }
 }
 
@@ -269,6 +372,7 @@ fn value_word(v: &FieldValue) -> &'static str {
         FieldValue::Int(_) => "an integer",
         FieldValue::Bool(_) => "a boolean",
         FieldValue::Float(_) => "a float",
+        FieldValue::Vector(_) => "a vector",
     }
 }
 

@@ -10,7 +10,14 @@
 //!
 //! Integer, float, boolean, keyword and date fields also keep their values in a column per
 //! segment ([`crate::codec::columns`], Lucene's doc values, Tantivy's fast fields): ranges,
-//! sorting and aggregations read them. `"doc_values": false` (or tantivy's name, `"fast"`)
+//! sorting and aggregations read them.
+//!
+//! A `vector` field holds one dense vector per document (a JSON array of `dims` numbers), found
+//! by k-nearest-neighbour search ([`crate::search::knn`]): `dims` (1 to 4,096), `similarity` (`cosine`,
+//! the default, `dot_product`, `l2_norm`, `max_inner_product`), `element_type` (`float32`, or
+//! `int8` to keep a 7-bit quantized copy that ranks candidates before the full vectors re-score
+//! them) and `index` (`{"type": "hnsw", "m": 16, "ef_construction": 100}`, the default, or
+//! `{"type": "flat"}` for exact search only). `"doc_values": false` (or tantivy's name, `"fast"`)
 //! turns a field's column off, as Elasticsearch's `doc_values` does.
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{analyzer_by_name, Analyzer};
 use crate::date::DateFormat;
+pub use crate::vector::Similarity;
 use crate::{Error, Result};
 
 /// The type of a field.
@@ -31,6 +39,8 @@ pub enum FieldType {
     Boolean,
     Float,
     Date,
+    /// A dense vector of `dims` numbers ([`VectorOptions`]).
+    Vector,
 }
 
 impl FieldType {
@@ -44,12 +54,13 @@ impl FieldType {
             FieldType::Boolean => "boolean",
             FieldType::Float => "float",
             FieldType::Date => "date",
+            FieldType::Vector => "vector",
         }
     }
 
     /// Whether fields of this type can keep a column (doc values).
     pub fn columnar(self) -> bool {
-        !matches!(self, FieldType::Text)
+        !matches!(self, FieldType::Text | FieldType::Vector)
     }
 }
 
@@ -88,6 +99,75 @@ pub struct FieldEntry {
     /// (default `strict_date_optional_time||epoch_millis`, see [`crate::date`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// Vector fields: the number of values of every vector (1 to [`MAX_VECTOR_DIMS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dims: Option<u32>,
+    /// Vector fields: how vectors compare (default `cosine`, as Elasticsearch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<Similarity>,
+    /// Vector fields: `float32` (default) or `int8` (a quantized copy ranks candidates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_type: Option<ElementType>,
+    /// Vector fields: the index that approximate search walks (default HNSW, m 16,
+    /// ef_construction 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<VectorIndex>,
+}
+
+/// The most values a vector may have (Elasticsearch's limit).
+pub const MAX_VECTOR_DIMS: u32 = 4096;
+
+/// How a vector field's values are kept for search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElementType {
+    /// Full 32-bit floats only.
+    Float32,
+    /// Full floats plus one byte per value (7-bit scalar quantization), which ranks candidates
+    /// in a quarter of the bytes; the floats re-score the best of them.
+    Int8,
+}
+
+/// A vector field's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum VectorIndex {
+    /// A hierarchical navigable small-world graph per segment, built at flush and merge.
+    Hnsw {
+        /// Neighbours per node (twice this on the bottom level); 2 to 512.
+        #[serde(default = "default_m")]
+        m: u32,
+        /// The beam width while building; 1 to 3,200.
+        #[serde(default = "default_ef_construction")]
+        ef_construction: u32,
+    },
+    /// No graph: every search is an exact scan.
+    Flat,
+}
+
+fn default_m() -> u32 {
+    16
+}
+fn default_ef_construction() -> u32 {
+    100
+}
+
+impl Default for VectorIndex {
+    fn default() -> Self {
+        VectorIndex::Hnsw {
+            m: default_m(),
+            ef_construction: default_ef_construction(),
+        }
+    }
+}
+
+/// A vector field's settings with defaults applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectorOptions {
+    pub dims: u32,
+    pub similarity: Similarity,
+    pub element_type: ElementType,
+    pub index: VectorIndex,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -130,7 +210,68 @@ impl FieldEntry {
             pairs: true,
             doc_values: true,
             format: None,
+            dims: None,
+            similarity: None,
+            element_type: None,
+            index: None,
         }
+    }
+
+    /// A vector field of `dims` values compared by `similarity`, float32, HNSW with defaults.
+    pub fn vector(name: &str, dims: u32, similarity: Similarity) -> Self {
+        let mut f = FieldEntry::new(name, FieldType::Vector);
+        f.dims = Some(dims);
+        f.similarity = Some(similarity);
+        f
+    }
+
+    /// A vector field's settings with defaults applied; None for other fields.
+    pub fn vector_options(&self) -> Option<VectorOptions> {
+        (self.field_type == FieldType::Vector).then(|| VectorOptions {
+            dims: self.dims.unwrap_or(0),
+            similarity: self.similarity.unwrap_or(Similarity::Cosine),
+            element_type: self.element_type.unwrap_or(ElementType::Float32),
+            index: self.index.unwrap_or_default(),
+        })
+    }
+
+    /// Checks the vector settings: present and in range on vector fields, absent on others.
+    fn check_vector(&self) -> Result<()> {
+        let name = &self.name;
+        let Some(o) = self.vector_options() else {
+            let given = [
+                ("dims", self.dims.is_some()),
+                ("similarity", self.similarity.is_some()),
+                ("element_type", self.element_type.is_some()),
+                ("index", self.index.is_some()),
+            ];
+            if let Some((key, _)) = given.iter().find(|g| g.1) {
+                return Err(Error::Schema(format!(
+                    "field {name:?}: \"{key}\" applies to vector fields only, not {} fields",
+                    self.field_type
+                )));
+            }
+            return Ok(());
+        };
+        if self.dims.is_none() {
+            return Err(Error::Schema(format!(
+                "field {name:?}: a vector field needs \"dims\" (1 to {MAX_VECTOR_DIMS})"
+            )));
+        }
+        if !(1..=MAX_VECTOR_DIMS).contains(&o.dims) {
+            return Err(Error::Schema(format!(
+                "field {name:?}: \"dims\" is {}, it must be 1 to {MAX_VECTOR_DIMS}",
+                o.dims
+            )));
+        }
+        if let VectorIndex::Hnsw { m, ef_construction } = o.index {
+            if !(2..=512).contains(&m) || !(1..=3200).contains(&ef_construction) {
+                return Err(Error::Schema(format!(
+                    "field {name:?}: hnsw \"m\" must be 2 to 512 and \"ef_construction\" 1 to 3200 (got {m} and {ef_construction})"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -197,6 +338,7 @@ impl Schema {
                 })?),
                 _ => None,
             });
+            f.check_vector()?;
             if f.format.is_some() && f.field_type != FieldType::Date {
                 return Err(Error::Schema(format!(
                     "field {:?}: \"format\" applies to date fields only, not {} fields",
@@ -226,7 +368,7 @@ impl Schema {
             .map_err(|e| Error::Schema(format!("line {}, column {}: {e}", e.line(), e.column())))?;
         let mut fields = file.fields;
         for f in &mut fields {
-            if f.field_type != FieldType::Text {
+            if !matches!(f.field_type, FieldType::Text | FieldType::Vector) {
                 f.stored = true;
             }
         }
@@ -429,6 +571,7 @@ fn article(t: FieldType) -> &'static str {
         FieldType::Boolean => "booleans",
         FieldType::Float => "floats",
         FieldType::Date => "dates",
+        FieldType::Vector => "vectors",
     }
 }
 
@@ -471,6 +614,26 @@ impl SchemaBuilder {
         let mut f = FieldEntry::new(name, FieldType::Date);
         f.format = Some(format.into());
         self.fields.push(f);
+        self
+    }
+    /// A vector field of `dims` values compared by `similarity` (float32, HNSW with m 16 and
+    /// ef_construction 100).
+    pub fn vector(mut self, name: &str, dims: u32, similarity: Similarity) -> Self {
+        self.fields.push(FieldEntry::vector(name, dims, similarity));
+        self
+    }
+    /// Sets the element type of the vector field added last.
+    pub fn element_type(mut self, t: ElementType) -> Self {
+        if let Some(f) = self.fields.last_mut() {
+            f.element_type = Some(t);
+        }
+        self
+    }
+    /// Sets the index of the vector field added last.
+    pub fn vector_index(mut self, index: VectorIndex) -> Self {
+        if let Some(f) = self.fields.last_mut() {
+            f.index = Some(index);
+        }
         self
     }
     /// Turns off the column (doc values) of the field added last.

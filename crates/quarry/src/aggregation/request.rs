@@ -597,7 +597,7 @@ impl Parser<'_> {
                 };
                 Missing::Num(from_i64(self.date(p, v, &field.format, &tz)?))
             }
-            FieldType::Text => return Err(bad(p)),
+            FieldType::Text | FieldType::Vector => return Err(bad(p)),
         }))
     }
 

@@ -284,7 +284,7 @@ pub fn kind_of(t: crate::schema::FieldType) -> Option<ColumnKind> {
         FieldType::Float => Some(ColumnKind::F64),
         FieldType::Boolean => Some(ColumnKind::Bool),
         FieldType::Keyword => Some(ColumnKind::Ord),
-        FieldType::Text => None,
+        FieldType::Text | FieldType::Vector => None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Format constants (v8): file kinds, versions and extensions. Spec: `docs/format/README.md`.
+//! Format constants (v9): file kinds, versions and extensions. Spec: `docs/format/README.md`.
 use quarry_codecs::framing::{self, FileKind};
 use quarry_codecs::Header;
 
@@ -6,7 +6,7 @@ use crate::error::InFile;
 use crate::Result;
 
 /// The format version this build writes.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u32 = 1;
 
@@ -22,12 +22,19 @@ pub const KIND_DELETES: FileKind = FileKind(*b"DELS");
 /// A segment's columns (doc values, format v8).
 pub const KIND_COLUMNS: FileKind = FileKind(*b"COLS");
 
+/// A segment's vectors, quantized copies and graphs (format v9).
+pub const KIND_VECTORS: FileKind = FileKind(*b"VECS");
+
 /// The first version whose segments have a `.cols` file.
 pub const COLUMNS_SINCE: u32 = 8;
 
+/// The first version whose segments may have a `.vec` file (when the schema has a vector
+/// field).
+pub const VECTORS_SINCE: u32 = 9;
+
 /// The files of one segment: (extension, kind). Segments older than [`COLUMNS_SINCE`] have no
-/// `cols`.
-pub const SEGMENT_FILES: [(&str, FileKind); 7] = [
+/// `cols`; only segments of a schema with a vector field (v9 on) have a `vec`.
+pub const SEGMENT_FILES: [(&str, FileKind); 8] = [
     ("meta", KIND_META),
     ("terms", KIND_TERMS),
     ("post", KIND_POSTINGS),
@@ -35,6 +42,7 @@ pub const SEGMENT_FILES: [(&str, FileKind); 7] = [
     ("norms", KIND_NORMS),
     ("store", KIND_STORED),
     ("cols", KIND_COLUMNS),
+    ("vec", KIND_VECTORS),
 ];
 
 /// Starts a file: its 16-byte header.

@@ -67,6 +67,10 @@ pub struct SegmentMeta {
     /// them from there (`SegmentReader::open`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq_runs_at: Option<SeqRunsAt>,
+    /// Per schema field, by field id: its vectors in `.vec` (format v9; empty when the schema
+    /// has no vector field, and None for a field without vectors in this segment).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vectors: Vec<Option<super::vectors::VectorMeta>>,
 }
 
 /// Runs of at least this many are written to `.cols` rather than into the meta's JSON.
@@ -139,6 +143,12 @@ impl SegmentMeta {
         }
         if meta.columns.iter().any(|c| c.is_some()) && !meta.files.contains_key("cols") {
             return Err(Error::corrupt(file, "columns listed without a .cols file"));
+        }
+        if !meta.vectors.is_empty() && meta.vectors.len() != meta.fields.len() {
+            return Err(Error::corrupt(file, "vectors are not listed per field"));
+        }
+        if meta.vectors.iter().any(|v| v.is_some()) && !meta.files.contains_key("vec") {
+            return Err(Error::corrupt(file, "vectors listed without a .vec file"));
         }
         if meta.seq_runs_at.is_some() {
             if !meta.seq_runs.is_empty() || !meta.files.contains_key("cols") {
@@ -368,6 +378,7 @@ mod tests {
                 files: BTreeMap::new(),
                 pairs: None,
                 columns: Vec::new(),
+                vectors: Vec::new(),
                 index_sort: None,
                 seq_runs_at: None,
             };

@@ -8,3 +8,4 @@ pub mod norms;
 pub mod postings;
 pub mod stored;
 pub mod terms;
+pub mod vectors;

@@ -33,6 +33,8 @@ const TAG_ARRAY: u8 = 2;
 const TAG_NULL: u8 = 3;
 const TAG_BOOL: u8 = 4;
 const TAG_FLOAT: u8 = 5;
+/// A vector (format v9): `vu32 n`, then `n` f32 LE.
+const TAG_VECTOR: u8 = 6;
 
 /// Encodes a document's stored values (fields whose schema says `stored`). Values a JSON array
 /// gave are one array entry; a `null` is a null entry; other values are one entry each.
@@ -114,6 +116,13 @@ fn put_scalar(out: &mut Vec<u8>, v: &FieldValue) {
             out.push(TAG_FLOAT);
             out.put_u64(x.to_bits());
         }
+        FieldValue::Vector(v) => {
+            out.push(TAG_VECTOR);
+            varint::write_u32(out, v.len() as u32);
+            for x in v {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
     }
 }
 
@@ -142,6 +151,29 @@ fn get_scalar(r: &mut ByteReader<'_>, tag: u8) -> Result<Value, CodecError> {
                 .ok_or_else(|| CodecError::Invalid {
                     what: format!("stored float {x} is not finite"),
                 })?
+        }
+        TAG_VECTOR => {
+            let n = r.vu32()? as usize;
+            if n > r.remaining() / 4 {
+                return Err(CodecError::Invalid {
+                    what: format!("stored vector claims {n} values"),
+                });
+            }
+            let bytes = r.bytes(n * 4)?;
+            Value::Array(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| {
+                        let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                        // The shortest decimal that reads back as this f32 (0.1, not
+                        // 0.10000000149011612).
+                        let shortest: f64 = x.to_string().parse().unwrap_or(f64::from(x));
+                        serde_json::Number::from_f64(shortest)
+                            .map(Value::Number)
+                            .unwrap_or(Value::Null)
+                    })
+                    .collect(),
+            )
         }
         t => {
             return Err(CodecError::Invalid {

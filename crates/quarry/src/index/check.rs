@@ -158,8 +158,9 @@ pub fn check_index(path: &Path, kind: DirectoryKind) -> Result<CheckReport> {
     for s in &commit.segments {
         for (ext, _) in format::SEGMENT_FILES {
             let name = SegmentMeta::file_name(&s.name, ext);
-            if ext == "cols" && !dir.exists(&name) {
-                // Segments before format v8 have none; the segment meta says whether it must.
+            if (ext == "cols" || ext == "vec") && !dir.exists(&name) {
+                // Segments before format v8 have no `.cols`, and only segments of a schema with
+                // a vector field have a `.vec`; the segment meta says whether it must.
                 continue;
             }
             let bytes = dir.open(&name)?.read_all()?;

@@ -13,6 +13,7 @@ use crate::codec::norms::GROUP_SUMS_SINCE;
 use crate::codec::postings::{PostingsCursor, TermInfo, MAX_HEADER_LEN};
 use crate::codec::stored::{decode_block, decode_doc, doc_in_block, StoredIndex};
 use crate::codec::terms::TermsReader;
+use crate::codec::vectors::{FieldBytes, VectorField};
 use crate::error::InFile;
 use crate::index::verified::{NormsCheck, RegionCheck, VerifiedFile};
 use crate::schema::Schema;
@@ -35,6 +36,8 @@ struct Files {
     store: VerifiedFile,
     /// Format v8 and later.
     cols: Option<VerifiedFile>,
+    /// Format v9 and later, when the schema has a vector field.
+    vec: Option<VerifiedFile>,
 }
 
 impl Files {
@@ -47,6 +50,7 @@ impl Files {
             &self.store,
         ];
         v.extend(self.cols.as_ref());
+        v.extend(self.vec.as_ref());
         v
     }
 }
@@ -101,6 +105,8 @@ pub struct SegmentReader {
     stored_index: OnceLock<Bytes>,
     /// Per field: its column's bytes, read and verified at first use.
     columns: Vec<OnceLock<Option<ColumnBytes>>>,
+    /// Per field: its vectors, read and verified at first use.
+    vectors: Vec<OnceLock<Option<VectorField>>>,
     /// [`SegmentMeta::seq_floors`], built by the first pruned walk that asks for it.
     seq_floors: OnceLock<Vec<u64>>,
 }
@@ -224,9 +230,10 @@ impl SegmentReader {
             ));
         }
         let mut handles = Vec::new();
+        let mut vec = None;
         for (ext, kind) in SEGMENT_FILES.iter().skip(1) {
-            if *ext == "cols" && !meta.files.contains_key("cols") {
-                // Written before format v8: no columns.
+            if (*ext == "cols" || *ext == "vec") && !meta.files.contains_key(*ext) {
+                // Written before format v8: no columns; no vector field: no vectors.
                 continue;
             }
             let h = dir.open(&SegmentMeta::file_name(name, ext))?;
@@ -234,7 +241,12 @@ impl SegmentReader {
                 Error::corrupt(&meta_name, format!("no entry for the .{ext} file"))
             })?;
             let version = check_frame(&*h, *kind, Some(fm))?;
-            handles.push(VerifiedFile::open(h, version)?);
+            let file = VerifiedFile::open(h, version)?;
+            if *ext == "vec" {
+                vec = Some(file);
+            } else {
+                handles.push(file);
+            }
         }
         let mut it = handles.into_iter();
         let mut next = || it.next().expect("five files");
@@ -245,6 +257,7 @@ impl SegmentReader {
             norms: next(),
             store: next(),
             cols: it.next(),
+            vec,
         };
         if let (Some(at), Some(cols)) = (meta.seq_runs_at.clone(), &files.cols) {
             meta.seq_runs = read_seq_runs(cols, &at)?;
@@ -269,6 +282,7 @@ impl SegmentReader {
             norms_uses: (0..n).map(|_| AtomicU32::new(0)).collect(),
             stored_index: OnceLock::new(),
             columns: (0..n).map(|_| OnceLock::new()).collect(),
+            vectors: (0..n).map(|_| OnceLock::new()).collect(),
             seq_floors: OnceLock::new(),
         })
     }
@@ -993,6 +1007,48 @@ impl SegmentReader {
         };
         let name = self.files.cols.as_ref().map_or("", |f| f.name());
         cb.view(name, self.meta.doc_count).map(Some)
+    }
+
+    /// The vectors of `field` (None when the field has none in this segment), every piece read
+    /// through the chunk checksums and checked at first use, then used in place.
+    pub fn vectors(&self, field: u32) -> Result<Option<&VectorField>> {
+        let slot = self
+            .vectors
+            .get(field as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("field id {field}")))?;
+        if let Some(v) = slot.get() {
+            return Ok(v.as_ref());
+        }
+        let (Some(file), Some(Some(vm))) = (&self.files.vec, self.meta.vectors.get(field as usize))
+        else {
+            return Ok(slot.get_or_init(|| None).as_ref());
+        };
+        let piece = |(at, len): (u64, u64), what: &str| read_body(file, at, len, what);
+        let mut levels = Vec::new();
+        for l in vm.graph.iter().flat_map(|g| &g.levels) {
+            levels.push((
+                l.nodes_at.map(|s| piece(s, "graph nodes")).transpose()?,
+                piece(l.offsets_at, "graph offsets")?,
+                piece(l.neighbors_at, "graph neighbours")?,
+            ));
+        }
+        let bytes = FieldBytes {
+            values: piece(vm.values_at, "vectors")?,
+            docs: vm
+                .docs_at
+                .map(|s| piece(s, "vector documents"))
+                .transpose()?,
+            quantized: match &vm.quantized {
+                Some(q) => Some((
+                    piece(q.bytes_at, "quantized vectors")?,
+                    piece(q.corrections_at, "quantized corrections")?,
+                )),
+                None => None,
+            },
+            levels,
+        };
+        let field = VectorField::open(file.name(), vm, self.meta.doc_count, bytes)?;
+        Ok(slot.get_or_init(|| Some(field)).as_ref())
     }
 
     /// Verifies every byte of the segment's data files (format v3: every chunk checksum that

@@ -13,6 +13,7 @@ use crate::codec::format;
 use crate::codec::meta::SegmentMeta;
 use crate::codec::norms::length_to_norm;
 use crate::codec::stored::{encode_doc, StoredWriter};
+use crate::codec::vectors::VectorsWriter;
 use crate::document::{Document, FieldValue};
 use crate::schema::{FieldType, Schema};
 use crate::{Error, Result};
@@ -115,6 +116,7 @@ pub struct SegmentBuilder {
     buf: Vec<u8>,
     int_buf: String,
     columns: ColumnsWriter,
+    vectors: VectorsWriter,
 }
 
 impl SegmentBuilder {
@@ -145,6 +147,7 @@ impl SegmentBuilder {
             buf: Vec::new(),
             int_buf: String::new(),
             columns: new_columns(schema),
+            vectors: VectorsWriter::new(schema),
         }
     }
 
@@ -176,7 +179,12 @@ impl SegmentBuilder {
             })
             .sum();
         let norms: usize = self.norms.iter().map(|n| n.capacity()).sum();
-        self.arena.mem_bytes() + fields + norms + self.stored.mem_bytes() + self.columns.mem_bytes()
+        self.arena.mem_bytes()
+            + fields
+            + norms
+            + self.stored.mem_bytes()
+            + self.columns.mem_bytes()
+            + self.vectors.mem_bytes()
     }
 
     /// Adds a document; `seq` is its position in the order documents were given to the writer.
@@ -202,6 +210,7 @@ impl SegmentBuilder {
                 continue;
             }
             match (value, ft) {
+                (FieldValue::Vector(v), _) => self.vectors.add(f as u32, d, v),
                 (FieldValue::Str(text), FieldType::Text) => {
                     let analyzer = self.analyzers[f]
                         .as_ref()
@@ -303,6 +312,8 @@ impl SegmentBuilder {
             self.stored,
             self.stored_file,
             self.columns,
+            self.vectors,
+            Vec::new(),
         )
     }
 }
@@ -330,6 +341,7 @@ pub(crate) fn add_column_value(
         FieldValue::Int(i) => columns.add(f, doc, columns::from_i64(*i)),
         FieldValue::Float(x) => columns.add(f, doc, columns::from_f64(*x)),
         FieldValue::Bool(b) => columns.add(f, doc, u64::from(*b)),
+        FieldValue::Vector(_) => {}
     }
 }
 

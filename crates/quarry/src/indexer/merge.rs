@@ -20,6 +20,7 @@ use crate::codec::meta::SegmentMeta;
 use crate::codec::postings::TERMINATED;
 use crate::codec::stored::StoredWriter;
 use crate::codec::terms::TermsReader;
+use crate::codec::vectors::{GraphSeed, VectorsWriter};
 use crate::document::Document;
 use crate::index::sorted::{compare_keys, KeyPart, SegmentKeys};
 use crate::index::SegmentReader;
@@ -243,8 +244,84 @@ pub(crate) fn merge_with_maps(
         }
         last = Some(sq);
     }
-    let meta = w.finish(dir, name, total, runs, stored, Some(stored_file), columns)?;
+    let (vectors, seeds) = merge_vectors(schema, segments, &maps)?;
+    let meta = w.finish(
+        dir,
+        name,
+        total,
+        runs,
+        stored,
+        Some(stored_file),
+        columns,
+        vectors,
+        seeds,
+    )?;
     Ok((meta, maps))
+}
+
+/// The live vectors of every source, at their merged documents, and per `hnsw` field the graph
+/// to start from: the graph of the source holding the most of the field's vectors, if it has
+/// no deletions (Lucene's choice since 9.6): its nodes keep their links and only the other
+/// sources' vectors are inserted. (`vector::hnsw` measures the seeded graph's recall.)
+fn merge_vectors(
+    schema: &Schema,
+    segments: &[Arc<SegmentReader>],
+    maps: &[DocMap],
+) -> Result<(VectorsWriter, Vec<Option<GraphSeed>>)> {
+    let mut vectors = VectorsWriter::new(schema);
+    let mut seeds = Vec::with_capacity(schema.fields().len());
+    for (f, entry) in schema.fields().iter().enumerate() {
+        let f = f as u32;
+        let Some(options) = entry.vector_options() else {
+            seeds.push(None);
+            continue;
+        };
+        // The merged documents with a vector, ascending: a merged vector's ordinal is its rank.
+        let mut merged_docs = Vec::new();
+        let mut largest: Option<(usize, usize)> = None;
+        for (i, s) in segments.iter().enumerate() {
+            let Some(v) = s.vectors(f)? else { continue };
+            let mut all_live = true;
+            for ord in 0..v.len() as u32 {
+                let nd = maps[i].get(v.doc(ord));
+                if nd == NONE {
+                    all_live = false;
+                    continue;
+                }
+                vectors.add_stored(
+                    f,
+                    nd,
+                    crate::vector::VectorSource::vector(&v.vectors(), ord),
+                );
+                merged_docs.push(nd);
+            }
+            let seedable = all_live && v.graph().is_some();
+            if seedable && largest.is_none_or(|(_, n)| v.len() > n) {
+                largest = Some((i, v.len()));
+            }
+        }
+        let hnsw = matches!(options.index, crate::schema::VectorIndex::Hnsw { .. });
+        let seed = match largest.filter(|_| hnsw && segments.len() > 1) {
+            Some((i, _)) => {
+                merged_docs.sort_unstable();
+                let v = segments[i].vectors(f)?.expect("listed above");
+                let graph = v.graph().expect("seedable");
+                let map = (0..v.len() as u32)
+                    .map(|ord| {
+                        let nd = maps[i].get(v.doc(ord));
+                        merged_docs.binary_search(&nd).ok().map(|r| r as u32)
+                    })
+                    .collect();
+                Some(GraphSeed {
+                    graph: crate::vector::hnsw::HnswGraph::from_view(&graph),
+                    map,
+                })
+            }
+            None => None,
+        };
+        seeds.push(seed);
+    }
+    Ok((vectors, seeds))
 }
 
 /// Orders the merged documents by `sort` (ties by sequence number): `maps` come in giving each

@@ -501,6 +501,11 @@ impl IndexWriter {
             FieldValue::Bool(b) => b.to_string(),
             // The same text the builder indexes for a float field.
             FieldValue::Float(x) => x.to_string(),
+            FieldValue::Vector(_) => {
+                return Err(Error::InvalidArgument(format!(
+                    "field {field:?}: a vector cannot identify documents to delete or update"
+                )))
+            }
         };
         Ok(Query::Term {
             field: field.to_string(),

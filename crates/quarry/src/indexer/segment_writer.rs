@@ -11,6 +11,7 @@ use crate::codec::meta::{FieldMeta, FileMeta, PairsMeta, SegmentMeta};
 use crate::codec::postings::PostingsWriter;
 use crate::codec::stored::StoredWriter;
 use crate::codec::terms::TermsWriter;
+use crate::codec::vectors::{GraphSeed, VectorsWriter};
 use crate::schema::Schema;
 use crate::{Error, Result};
 
@@ -156,6 +157,8 @@ impl SegmentFileWriter {
         stored: StoredWriter,
         stored_file: Option<StoredFile>,
         columns: ColumnsWriter,
+        vectors: VectorsWriter,
+        seeds: Vec<Option<GraphSeed>>,
     ) -> Result<SegmentMeta> {
         let (stored_parts, stored_index_offset, stored_blocks) = stored.finish();
         let mut files = BTreeMap::new();
@@ -195,7 +198,18 @@ impl SegmentFileWriter {
             let fm = write_parts(dir, &file, &parts)?;
             files.insert(ext.to_string(), fm);
         }
-        debug_assert_eq!(files.len() + 1, SEGMENT_FILES.len());
+        // Vectors (and their graphs, built here: off the writer's lock) only for a schema with
+        // a vector field.
+        let vectors = if vectors.has_fields() {
+            let mut vec_file = format::begin(format::KIND_VECTORS);
+            let metas = vectors.write(doc_count, &mut vec_file, seeds);
+            let file = SegmentMeta::file_name(name, "vec");
+            files.insert("vec".to_string(), write_parts(dir, &file, &[vec_file])?);
+            metas
+        } else {
+            Vec::new()
+        };
+        debug_assert!(files.len() + 2 >= SEGMENT_FILES.len());
         let n = self.pairs.len();
         let mut fields = self.fields;
         let pair_fields = fields.split_off(n);
@@ -219,6 +233,7 @@ impl SegmentFileWriter {
             columns,
             index_sort: self.index_sort,
             seq_runs_at,
+            vectors,
         };
         write_file(dir, &SegmentMeta::file_name(name, "meta"), &meta.encode())?;
         Ok(meta)

@@ -7,6 +7,7 @@ pub mod bm25;
 pub mod collector;
 mod conjunction;
 mod count;
+pub mod knn;
 mod phrase;
 pub mod range;
 pub mod scorer;

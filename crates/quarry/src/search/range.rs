@@ -164,6 +164,12 @@ pub fn resolve(
             lower: lower.map(|(t, i)| (t.as_bytes().to_vec(), i)),
             upper: upper.map(|(t, i)| (t.as_bytes().to_vec(), i)),
         },
+        FieldType::Vector => {
+            return Err(Error::Query(format!(
+                "range on field {:?}: a vector field has no order; search it with a kNN query",
+                entry.name
+            )))
+        }
     };
     Ok(spec)
 }

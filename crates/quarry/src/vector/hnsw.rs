@@ -329,6 +329,157 @@ impl HnswGraph {
         accept: Option<&dyn Fn(u32) -> bool>,
         visit_limit: usize,
     ) -> SearchOutcome {
+        let kernel = VectorKernel::default_kernel();
+        let compare = |ord: u32| similarity.compare(kernel, query, source.vector(ord));
+        self.view().search_with(compare, k, ef, accept, visit_limit)
+    }
+
+    /// The graph as borrowed arrays: what a segment file holds.
+    pub fn view(&self) -> GraphView<'_> {
+        GraphView {
+            entry: self.entry,
+            len: self.len,
+            levels: self
+                .levels
+                .iter()
+                .map(|l| LevelView {
+                    nodes: &l.nodes,
+                    offsets: &l.offsets,
+                    neighbors: &l.neighbors,
+                })
+                .collect(),
+        }
+    }
+
+    /// A graph copied from a view (a merge seeds its builder with a segment's graph).
+    pub fn from_view(view: &GraphView<'_>) -> HnswGraph {
+        HnswGraph {
+            entry: view.entry,
+            len: view.len,
+            levels: view
+                .levels
+                .iter()
+                .map(|l| Level {
+                    nodes: l.nodes.to_vec(),
+                    offsets: l.offsets.to_vec(),
+                    neighbors: l.neighbors.to_vec(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One level of a graph as arrays: `nodes` (ascending; empty on level 0, which holds every
+/// node), and node `i`'s neighbours `neighbors[offsets[i]..offsets[i + 1]]`.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelView<'a> {
+    pub nodes: &'a [u32],
+    pub offsets: &'a [u32],
+    pub neighbors: &'a [u32],
+}
+
+/// A graph read in place: its entry node, node count and levels.
+#[derive(Debug, Clone)]
+pub struct GraphView<'a> {
+    pub entry: Option<u32>,
+    pub len: usize,
+    pub levels: Vec<LevelView<'a>>,
+}
+
+impl<'a> GraphView<'a> {
+    /// Checks what a search relies on (for arrays read from a file): offsets that start at 0,
+    /// never decrease and end at the neighbour count; ascending upper-level nodes, each on the
+    /// level below; neighbours that are nodes of their level; an entry on the top level. The
+    /// error says what is wrong.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let n = self.len;
+        if self.levels.is_empty() != self.entry.is_none() || (n == 0) != self.entry.is_none() {
+            return Err("graph entry point and node count disagree".into());
+        }
+        for (li, l) in self.levels.iter().enumerate() {
+            let count = if li == 0 { n } else { l.nodes.len() };
+            if li == 0 && !l.nodes.is_empty() {
+                return Err("level 0 lists nodes".into());
+            }
+            if l.offsets.len() != count + 1
+                || l.offsets[0] != 0
+                || l.offsets.windows(2).any(|w| w[0] > w[1])
+                || l.offsets[count] as usize != l.neighbors.len()
+            {
+                return Err(format!("level {li}: neighbour offsets are inconsistent"));
+            }
+            if li > 0 {
+                let below = &self.levels[li - 1];
+                if l.nodes.windows(2).any(|w| w[0] >= w[1])
+                    || l.nodes.iter().any(|&x| x as usize >= n)
+                    || (li > 1
+                        && l.nodes
+                            .iter()
+                            .any(|x| below.nodes.binary_search(x).is_err()))
+                {
+                    return Err(format!(
+                        "level {li}: nodes are not ascending nodes of the level below"
+                    ));
+                }
+            }
+            let on_level = |x: u32| {
+                if li == 0 {
+                    (x as usize) < n
+                } else {
+                    l.nodes.binary_search(&x).is_ok()
+                }
+            };
+            if let Some(bad) = l.neighbors.iter().find(|&&x| !on_level(x)) {
+                return Err(format!(
+                    "level {li}: neighbour {bad} is not a node of the level"
+                ));
+            }
+        }
+        if let (Some(e), Some(top)) = (self.entry, self.levels.last()) {
+            let ok = if self.levels.len() == 1 {
+                (e as usize) < n
+            } else {
+                top.nodes.binary_search(&e).is_ok()
+            };
+            if !ok {
+                return Err(format!("entry point {e} is not on the top level"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The neighbours of `node` on `level`; empty when it is not on it.
+    #[inline]
+    pub fn neighbors(&self, level: usize, node: u32) -> &'a [u32] {
+        let Some(l) = self.levels.get(level) else {
+            return &[];
+        };
+        let i = if level == 0 {
+            node as usize
+        } else {
+            match l.nodes.binary_search(&node) {
+                Ok(i) => i,
+                Err(_) => return &[],
+            }
+        };
+        match (l.offsets.get(i), l.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) if a <= b && b as usize <= l.neighbors.len() => {
+                &l.neighbors[a as usize..b as usize]
+            }
+            _ => &[],
+        }
+    }
+
+    /// [`HnswGraph::search`] with any comparison (higher is closer): the full vectors, or
+    /// quantized estimates that the caller re-scores.
+    pub fn search_with(
+        &self,
+        compare: impl Fn(u32) -> f32,
+        k: usize,
+        ef: usize,
+        accept: Option<&dyn Fn(u32) -> bool>,
+        visit_limit: usize,
+    ) -> SearchOutcome {
         let Some(entry) = self.entry else {
             return SearchOutcome {
                 hits: Vec::new(),
@@ -336,15 +487,13 @@ impl HnswGraph {
                 complete: true,
             };
         };
-        let kernel = VectorKernel::default_kernel();
-        let compare = |ord: u32| similarity.compare(kernel, query, source.vector(ord));
         let mut count = 1;
         let mut best = Scored {
             value: compare(entry),
             ord: entry,
         };
         for level in (1..self.levels.len()).rev() {
-            best = descend(self, level, best, compare, &mut count);
+            best = descend(self, level, best, &compare, &mut count);
         }
         let mut visited = Visited::new(self.len);
         visited.reset(self.len);
@@ -353,7 +502,7 @@ impl HnswGraph {
             0,
             &[best],
             ef.max(k),
-            compare,
+            &compare,
             &mut visited,
             accept,
             visit_limit,
@@ -364,6 +513,15 @@ impl HnswGraph {
             hits,
             visited: count,
             complete,
+        }
+    }
+}
+
+impl Links for GraphView<'_> {
+    #[inline]
+    fn for_each_neighbor(&self, level: usize, node: u32, mut f: impl FnMut(u32)) {
+        for &n in self.neighbors(level, node) {
+            f(n)
         }
     }
 }

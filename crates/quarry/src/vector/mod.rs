@@ -21,7 +21,8 @@ pub mod scan;
 use quarry_codecs::distance::VectorKernel;
 
 /// How two vectors compare; the names are Elasticsearch's `similarity` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Similarity {
     /// The cosine of the angle. Vectors (stored and query) are scaled to unit length first, so
     /// that the comparison is a dot product.

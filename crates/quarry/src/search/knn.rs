@@ -1,0 +1,438 @@
+//! Which documents' vectors are nearest a query vector: exact and approximate k-nearest-neighbour
+//! search over a vector field, optionally restricted to the documents a filter query matches,
+//! and hybrid search that fuses a text query's ranking with a kNN's.
+//!
+//! Per segment ([`crate::codec::vectors::VectorField`]):
+//! - **exact**: every accepted vector compared with the query ([`crate::vector::scan`]): for a
+//!   `flat` field, when asked ([`KnnQuery::exact`]), and when the accepted documents (live, in
+//!   the filter) are at most `num_candidates`, where a graph walk would compare about as many;
+//! - **approximate**: the segment's HNSW graph searched with a beam of `num_candidates`,
+//!   collecting only accepted documents (a filtered traversal walks through the others), and
+//!   stopped after comparing as many vectors as are accepted, as Lucene does: past that an exact
+//!   scan is cheaper, so the segment is scanned instead. A walk that found fewer than `k`
+//!   accepted documents when `k` exist is also answered by a scan, so a search returns `k` hits
+//!   whenever `k` documents are accepted. `int8` fields walk with the quantized estimates and
+//!   re-score the `num_candidates` found with the full vectors.
+//!
+//! Every segment's best `k` are merged by score, ties in index order. Scores are
+//! Elasticsearch's for the field's similarity ([`crate::vector::Similarity::score`]); deleted documents are
+//! never compared as results.
+use quarry_codecs::distance::VectorKernel;
+
+use super::collector::{DocAddress, Hit, TopK};
+use super::{SearchMode, Searcher};
+use crate::codec::livedocs::LiveDocs;
+use crate::codec::vectors::VectorField;
+use crate::fusion::{self, Normalizer};
+use crate::query::Query;
+use crate::vector::hnsw::Scored;
+use crate::vector::scan::{exact_top_k, exact_top_k_of, TopK as OrdTopK};
+use crate::vector::{normalize, VectorSource};
+use crate::{Error, Result};
+
+/// Elasticsearch's largest `num_candidates`.
+pub const MAX_NUM_CANDIDATES: usize = 10_000;
+
+/// A k-nearest-neighbour query on a vector field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnnQuery {
+    /// The vector field.
+    pub field: String,
+    /// The query vector (as many values as the field's `dims`).
+    pub vector: Vec<f32>,
+    /// How many hits to return.
+    pub k: usize,
+    /// The beam width of the graph search per segment (at least `k`); more finds the true
+    /// nearest more often and costs more. `None`: Elasticsearch's default, `min(1.5 k, 10000)`.
+    pub num_candidates: Option<usize>,
+    /// Only documents this query matches may be hits.
+    pub filter: Option<Query>,
+    /// Compare every accepted vector instead of walking the graph.
+    pub exact: bool,
+}
+
+impl KnnQuery {
+    /// The `k` nearest vectors of `field` to `vector`, approximate, default `num_candidates`.
+    pub fn new(field: &str, vector: Vec<f32>, k: usize) -> Self {
+        KnnQuery {
+            field: field.to_string(),
+            vector,
+            k,
+            num_candidates: None,
+            filter: None,
+            exact: false,
+        }
+    }
+
+    /// Sets `num_candidates`.
+    pub fn num_candidates(mut self, n: usize) -> Self {
+        self.num_candidates = Some(n);
+        self
+    }
+
+    /// Sets the filter.
+    pub fn filter(mut self, filter: Query) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Asks for an exact scan.
+    pub fn exact(mut self) -> Self {
+        self.exact = true;
+        self
+    }
+
+    fn candidates(&self) -> usize {
+        self.num_candidates
+            .unwrap_or_else(|| (self.k + self.k / 2).min(MAX_NUM_CANDIDATES))
+            .max(self.k)
+    }
+}
+
+/// How a hybrid search combines its text and kNN rankings ([`crate::fusion`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: `Σ weight / (rank_constant + rank)`; each ranking is cut to
+    /// `window` first.
+    Rrf {
+        rank_constant: u32,
+        window: usize,
+        text_weight: f32,
+        knn_weight: f32,
+    },
+    /// A weighted sum of each ranking's normalized scores, each cut to `window` first.
+    Linear {
+        normalizer: Normalizer,
+        window: usize,
+        text_weight: f32,
+        knn_weight: f32,
+    },
+}
+
+impl Fusion {
+    /// RRF with Elasticsearch's defaults: rank constant 60, both weights 1, a window of `window`.
+    pub fn rrf(window: usize) -> Self {
+        Fusion::Rrf {
+            rank_constant: fusion::DEFAULT_RANK_CONSTANT,
+            window,
+            text_weight: 1.0,
+            knn_weight: 1.0,
+        }
+    }
+
+    /// A linear combination of min-max normalized scores, both weights 1.
+    pub fn linear(window: usize) -> Self {
+        Fusion::Linear {
+            normalizer: Normalizer::MinMax,
+            window,
+            text_weight: 1.0,
+            knn_weight: 1.0,
+        }
+    }
+
+    fn window(&self) -> usize {
+        match *self {
+            Fusion::Rrf { window, .. } | Fusion::Linear { window, .. } => window,
+        }
+    }
+}
+
+/// The accepted documents of one segment: live and, with a filter, matched by it (ascending).
+struct Accepted<'a> {
+    live: Option<&'a LiveDocs>,
+    filter: Option<Vec<u64>>,
+    /// How many documents are accepted (an upper bound on those with a vector).
+    count: usize,
+}
+
+impl Accepted<'_> {
+    #[inline]
+    fn doc(&self, doc: u32) -> bool {
+        self.live.is_none_or(|l| l.is_live(doc))
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|b| b[(doc / 64) as usize] >> (doc % 64) & 1 == 1)
+    }
+}
+
+/// One segment's best `k` for `query` (a vector ready to compare: scaled for `cosine`).
+fn search_segment(
+    v: &VectorField,
+    q: &KnnQuery,
+    query: &[f32],
+    accepted: &Accepted<'_>,
+    filter_docs: Option<&[u32]>,
+) -> Vec<Scored> {
+    let sim = v.meta().similarity;
+    let k = q.k;
+    let ef = q.candidates();
+    let vectors = v.vectors();
+    let all = accepted.live.is_none() && accepted.filter.is_none();
+    let accept_ord = |ord: u32| accepted.doc(v.doc(ord));
+    let exact = || -> Vec<Scored> {
+        match filter_docs {
+            // A filter: only its documents (already live) that have a vector.
+            Some(docs) if docs.len() < v.len() / 4 => exact_top_k_of(
+                &vectors,
+                sim,
+                query,
+                k,
+                docs.iter().filter_map(|&d| v.ord(d)),
+            ),
+            _ if all => exact_top_k(&vectors, sim, query, k, None),
+            _ => exact_top_k(&vectors, sim, query, k, Some(&accept_ord)),
+        }
+    };
+    let Some(graph) = v.graph() else {
+        return exact();
+    };
+    if q.exact || accepted.count <= ef {
+        return exact();
+    }
+    let accept: Option<&dyn Fn(u32) -> bool> = if all { None } else { Some(&accept_ord) };
+    let limit = if all { usize::MAX } else { accepted.count };
+    let kernel = VectorKernel::default_kernel();
+    let out = match v.quantized() {
+        Some((quantizer, bytes, corrections)) => {
+            let dims = v.meta().dims as usize;
+            let mut qq = vec![0i8; dims];
+            let qc = quantizer.quantize(sim, query, &mut qq);
+            let estimate = |ord: u32| {
+                let o = ord as usize;
+                quantizer.compare(
+                    sim,
+                    kernel,
+                    &qq,
+                    qc,
+                    &bytes[o * dims..(o + 1) * dims],
+                    corrections[o],
+                )
+            };
+            let mut out = graph.search_with(estimate, ef, ef, accept, limit);
+            // Re-score the candidates with the full vectors.
+            let mut top = OrdTopK::new(k);
+            for h in &out.hits {
+                top.push(Scored {
+                    value: sim.compare(kernel, query, vectors.vector(h.ord)),
+                    ord: h.ord,
+                });
+            }
+            out.hits = top.into_sorted();
+            out
+        }
+        None => graph.search_with(
+            |ord| sim.compare(kernel, query, vectors.vector(ord)),
+            k,
+            ef,
+            accept,
+            limit,
+        ),
+    };
+    if !out.complete || (out.hits.len() < k && accepted.count > out.hits.len()) {
+        return exact();
+    }
+    out.hits
+}
+
+impl Searcher {
+    /// The `k` documents whose vectors of `q.field` are nearest `q.vector` (among those
+    /// `q.filter` matches), best first, scored as Elasticsearch scores the field's similarity;
+    /// see [`crate::search::knn`] for how each segment is searched.
+    ///
+    /// ```
+    /// use quarry::schema::Similarity;
+    /// use quarry::search::knn::KnnQuery;
+    /// use quarry::{Document, Index, IndexWriter, Schema, WriterOptions};
+    ///
+    /// # fn main() -> quarry::Result<()> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let schema = Schema::builder()
+    ///     .keyword("id")
+    ///     .text("body", true)
+    ///     .vector("embedding", 3, Similarity::Cosine)
+    ///     .build();
+    /// let mut writer = IndexWriter::create(dir.path(), schema.clone(), WriterOptions::default())?;
+    /// for line in [
+    ///     r#"{"id": "a", "body": "crude oil", "embedding": [1.0, 0.0, 0.0]}"#,
+    ///     r#"{"id": "b", "body": "oil seeds", "embedding": [0.8, 0.6, 0.0]}"#,
+    ///     r#"{"id": "c", "body": "wheat", "embedding": [0.0, 0.0, 1.0]}"#,
+    ///     r#"{"id": "d", "body": "no vector"}"#,
+    /// ] {
+    ///     writer.add_document(Document::from_json(&schema, line)?)?;
+    /// }
+    /// writer.commit()?;
+    /// let searcher = Index::open(dir.path())?.searcher();
+    ///
+    /// let hits = searcher.knn(&KnnQuery::new("embedding", vec![0.9, 0.1, 0.0], 2))?;
+    /// let ids: Vec<_> = hits.iter().map(|h| searcher.stored_fields(h.doc).unwrap()["id"].clone()).collect();
+    /// assert_eq!(ids, ["a", "b"]);
+    /// // Cosine scores as Elasticsearch reports them: (1 + cos) / 2.
+    /// assert!(hits[0].score > 0.99 && hits[0].score <= 1.0);
+    ///
+    /// // Only documents matching a filter.
+    /// let filter = searcher.parse_query("seeds OR wheat", &["body"])?;
+    /// let q = KnnQuery::new("embedding", vec![0.9, 0.1, 0.0], 2).filter(filter);
+    /// let hits = searcher.knn(&q)?;
+    /// assert_eq!(searcher.stored_fields(hits[0].doc)?["id"], "b");
+    /// assert_eq!(hits.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn knn(&self, q: &KnnQuery) -> Result<Vec<Hit>> {
+        let schema = self.schema();
+        let field = schema
+            .field_id(&q.field)
+            .ok_or_else(|| Error::unknown_field(schema, &q.field))?;
+        let Some(options) = schema.field(field).vector_options() else {
+            return Err(Error::Query(format!(
+                "field {:?} is a {} field, not a vector field: kNN searches vector fields",
+                q.field,
+                schema.field(field).field_type
+            )));
+        };
+        if q.vector.len() != options.dims as usize {
+            return Err(Error::Query(format!(
+                "the query vector has {} values; field {:?} has {} dimensions",
+                q.vector.len(),
+                q.field,
+                options.dims
+            )));
+        }
+        if let Some(i) = q.vector.iter().position(|x| !x.is_finite()) {
+            return Err(Error::Query(format!(
+                "value {i} of the query vector ({}) is not finite",
+                q.vector[i]
+            )));
+        }
+        if q.num_candidates
+            .is_some_and(|n| n > MAX_NUM_CANDIDATES || n < q.k)
+        {
+            return Err(Error::Query(format!(
+                "num_candidates must be at least k ({}) and at most {MAX_NUM_CANDIDATES}",
+                q.k
+            )));
+        }
+        let mut query = q.vector.clone();
+        if options.similarity.normalizes() {
+            normalize(&mut query);
+        }
+        if q.k == 0 {
+            return Ok(Vec::new());
+        }
+        let filter_docs = match &q.filter {
+            Some(f) => Some(self.matching_docs(f)?),
+            None => None,
+        };
+        let mut top = TopK::new(q.k);
+        for (ord, seg) in self.segments().iter().enumerate() {
+            let Some(v) = seg.vectors(field)? else {
+                continue;
+            };
+            let live = self.live_docs().get(ord).and_then(|l| l.as_deref());
+            let docs = filter_docs.as_ref().map(|d| d[ord].as_slice());
+            let accepted = Accepted {
+                live,
+                filter: docs.map(|d| {
+                    let mut bits = vec![0u64; (seg.doc_count() as usize).div_ceil(64).max(1)];
+                    for &x in d {
+                        bits[(x / 64) as usize] |= 1 << (x % 64);
+                    }
+                    bits
+                }),
+                count: match (docs, live) {
+                    (Some(d), _) => d.len(),
+                    (None, Some(l)) => l.live_count() as usize,
+                    (None, None) => v.len(),
+                },
+            };
+            for s in search_segment(v, q, &query, &accepted, docs) {
+                let doc = v.doc(s.ord);
+                top.offer(
+                    options.similarity.score(s.value),
+                    DocAddress {
+                        segment: ord as u32,
+                        doc,
+                    },
+                    || seg.seq(doc),
+                );
+            }
+        }
+        Ok(top.into_sorted())
+    }
+
+    /// One ranking from a text query's and a kNN query's: the text query's best
+    /// `fusion.window()` and the kNN query's `k` nearest (its `k` raised to the window),
+    /// fused ([`Fusion`]); the best `k` of the fused ranking, each hit's score the fused one.
+    pub fn hybrid(
+        &self,
+        text: &Query,
+        knn: &KnnQuery,
+        fusion: &Fusion,
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        let window = fusion.window().max(1);
+        let text_hits = self.search(text, window, SearchMode::Top)?.top;
+        let mut kq = knn.clone();
+        kq.k = kq.k.max(window);
+        if let Some(n) = kq.num_candidates {
+            kq.num_candidates = Some(n.max(kq.k));
+        }
+        let knn_hits = self.knn(&kq)?;
+        let key = |h: &Hit| (h.doc.segment, h.doc.doc);
+        let fused = match *fusion {
+            Fusion::Rrf {
+                rank_constant,
+                window,
+                text_weight,
+                knn_weight,
+            } => {
+                let t: Vec<_> = text_hits.iter().map(key).collect();
+                let n: Vec<_> = knn_hits.iter().map(key).collect();
+                fusion::rrf(
+                    &[(text_weight, &t[..]), (knn_weight, &n[..])],
+                    rank_constant,
+                    window,
+                )
+            }
+            Fusion::Linear {
+                normalizer,
+                window,
+                text_weight,
+                knn_weight,
+            } => {
+                let t: Vec<_> = text_hits.iter().map(|h| (key(h), h.score)).collect();
+                let n: Vec<_> = knn_hits.iter().map(|h| (key(h), h.score)).collect();
+                fusion::linear(
+                    &[
+                        (text_weight, normalizer, &t[..]),
+                        (knn_weight, normalizer, &n[..]),
+                    ],
+                    window,
+                )
+            }
+        };
+        let segments = self.segments();
+        Ok(fused
+            .into_iter()
+            .take(k)
+            .map(|((segment, doc), score)| Hit {
+                score,
+                doc: DocAddress { segment, doc },
+                seq: segments[segment as usize].seq(doc),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_num_candidates_is_elasticsearch_s() {
+        let q = KnnQuery::new("v", vec![1.0], 10);
+        assert_eq!(q.candidates(), 15);
+        assert_eq!(KnnQuery::new("v", vec![1.0], 9000).candidates(), 10_000);
+        assert_eq!(q.clone().num_candidates(100).candidates(), 100);
+    }
+}

@@ -1,0 +1,546 @@
+//! Vector fields end to end: documents with vectors written in several segments, searched exactly
+//! and through the HNSW graphs, with filters, deletions and merges, and bad vectors refused.
+//!
+//! The vectors are random (ties come from few distinct values) or clustered random unit vectors
+//! (for recall): no committed real embeddings yet.
+use quarry::codec::vectors::VectorMeta;
+use quarry::fusion::Normalizer;
+use quarry::schema::{ElementType, FieldEntry, Similarity, VectorIndex};
+use quarry::search::knn::{Fusion, KnnQuery};
+use quarry::{
+    check_index, Document, Error, FieldValue, Index, IndexWriter, MergePolicy, Schema, SearchMode,
+    WriterOptions,
+};
+use serde_json::json;
+
+fn opts() -> WriterOptions {
+    WriterOptions {
+        threads: 1,
+        merge_policy: MergePolicy::None,
+        ..WriterOptions::default()
+    }
+}
+
+/// A xorshift generator: reproducible test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [-1, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0
+    }
+}
+
+/// `n` unit vectors around `centres` random centres, plus noise.
+fn clustered(n: usize, dims: usize, centres: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut r = Rng(seed | 1);
+    let c: Vec<Vec<f32>> = (0..centres)
+        .map(|_| (0..dims).map(|_| r.unit()).collect())
+        .collect();
+    (0..n)
+        .map(|i| {
+            let mut v: Vec<f32> = c[i % centres].iter().map(|&m| m + 0.6 * r.unit()).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter_mut().for_each(|x| *x /= norm);
+            v
+        })
+        .collect()
+}
+
+fn schema(dims: u32, sim: Similarity, element: ElementType, index: VectorIndex) -> Schema {
+    let mut v = FieldEntry::vector("v", dims, sim);
+    v.element_type = Some(element);
+    v.index = Some(index);
+    let mut id = FieldEntry::new("id", quarry::FieldType::Integer);
+    id.stored = true;
+    let group = FieldEntry::new("group", quarry::FieldType::Keyword);
+    Schema::new(vec![id, group, v]).unwrap()
+}
+
+/// Writes documents `id = i` with `vectors[i]` (None: no vector) and `group = i % 10`, a
+/// commit every `per_segment` documents.
+fn build(schema: &Schema, vectors: &[Option<Vec<f32>>], per_segment: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::create(dir.path(), schema.clone(), opts()).unwrap();
+    for (i, v) in vectors.iter().enumerate() {
+        let mut obj = json!({"id": i, "group": format!("g{}", i % 10)});
+        if let Some(v) = v {
+            obj["v"] = json!(v);
+        }
+        w.add_document(Document::from_json(schema, &obj.to_string()).unwrap())
+            .unwrap();
+        if (i + 1) % per_segment == 0 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    dir
+}
+
+fn ids(index: &Index, hits: &[quarry::Hit]) -> Vec<i64> {
+    let s = index.searcher();
+    hits.iter()
+        .map(|h| s.stored_fields(h.doc).unwrap()["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// The plain reference: every accepted vector scored in f64-free scalar code (dot products
+/// summed as the kernels' scalar twin does is not needed: scores are compared by rank and
+/// value within 1e-5), sorted by score then id.
+fn reference(
+    vectors: &[Option<Vec<f32>>],
+    sim: Similarity,
+    q: &[f32],
+    k: usize,
+    accept: impl Fn(usize) -> bool,
+) -> Vec<(i64, f32)> {
+    let unit = |v: &[f32]| {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect::<Vec<f32>>()
+    };
+    let q = if sim == Similarity::Cosine {
+        unit(q)
+    } else {
+        q.to_vec()
+    };
+    let mut all: Vec<(i64, f32)> = vectors
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| v.is_some() && accept(*i))
+        .map(|(i, v)| {
+            let v = v.as_ref().unwrap();
+            let v = if sim == Similarity::Cosine {
+                unit(v)
+            } else {
+                v.clone()
+            };
+            let compared = match sim {
+                Similarity::L2Norm => -v
+                    .iter()
+                    .zip(&q)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f32>(),
+                _ => v.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>(),
+            };
+            (i as i64, sim.score(compared))
+        })
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    all.truncate(k);
+    all
+}
+
+/// Small non-negative integers: exact in f32 whatever the summation order, many ties, and no
+/// negative dot product (whose `dot_product` score Elasticsearch clamps to 0, tying
+/// different comparisons).
+fn small_int_vectors(n: usize, dims: usize, seed: u64) -> Vec<Option<Vec<f32>>> {
+    let mut r = Rng(seed | 1);
+    (0..n)
+        .map(|i| {
+            (i % 7 != 3).then(|| {
+                let mut v: Vec<f32> = (0..dims).map(|_| (r.next() % 3) as f32).collect();
+                if v.iter().all(|&x| x == 0.0) {
+                    v[0] = 1.0;
+                }
+                v
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn exact_knn_equals_the_plain_reference_with_ties_in_index_order() {
+    for sim in [
+        Similarity::DotProduct,
+        Similarity::L2Norm,
+        Similarity::MaxInnerProduct,
+    ] {
+        let vectors = small_int_vectors(500, 6, 7);
+        let s = schema(6, sim, ElementType::Float32, VectorIndex::default());
+        let dir = build(&s, &vectors, 130);
+        let index = Index::open(dir.path()).unwrap();
+        assert!(index.segments().len() >= 4);
+        let searcher = index.searcher();
+        let mut r = Rng(99);
+        for _ in 0..20 {
+            let q: Vec<f32> = (0..6).map(|_| (r.next() % 3) as f32).collect();
+            for k in [1, 10, 37] {
+                let hits = searcher
+                    .knn(&KnnQuery::new("v", q.clone(), k).exact())
+                    .unwrap();
+                let got: Vec<(i64, f32)> = ids(&index, &hits)
+                    .into_iter()
+                    .zip(hits.iter().map(|h| h.score))
+                    .collect();
+                let want = reference(&vectors, sim, &q, k, |_| true);
+                assert_eq!(got, want, "{sim} k {k} q {q:?}");
+                // The filtered exact scan agrees with the filtered reference.
+                let filter = searcher
+                    .parse_query("group:g1 OR group:g4", &["group"])
+                    .unwrap();
+                let hits = searcher
+                    .knn(&KnnQuery::new("v", q.clone(), k).exact().filter(filter))
+                    .unwrap();
+                let got: Vec<i64> = ids(&index, &hits);
+                let want: Vec<i64> =
+                    reference(&vectors, sim, &q, k, |i| i % 10 == 1 || i % 10 == 4)
+                        .into_iter()
+                        .map(|x| x.0)
+                        .collect();
+                assert_eq!(got, want, "{sim} filtered k {k}");
+            }
+        }
+    }
+}
+
+fn recall(got: &[i64], want: &[(i64, f32)]) -> f64 {
+    got.iter()
+        .filter(|g| want.iter().any(|w| w.0 == **g))
+        .count() as f64
+        / want.len() as f64
+}
+
+#[test]
+fn hnsw_recall_at_10_on_clustered_vectors_across_segments_and_after_merge() {
+    let (n, dims) = (3000, 32);
+    for (sim, element) in [
+        (Similarity::Cosine, ElementType::Float32),
+        (Similarity::L2Norm, ElementType::Int8),
+    ] {
+        let vectors: Vec<Option<Vec<f32>>> =
+            clustered(n, dims, 25, 5).into_iter().map(Some).collect();
+        let s = schema(dims as u32, sim, element, VectorIndex::default());
+        let dir = build(&s, &vectors, 1000);
+        let queries = clustered(50, dims, 25, 77);
+        let measure = |dir: &std::path::Path| {
+            let index = Index::open(dir).unwrap();
+            let searcher = index.searcher();
+            let mut total = 0.0;
+            for q in &queries {
+                let hits = searcher
+                    .knn(&KnnQuery::new("v", q.clone(), 10).num_candidates(100))
+                    .unwrap();
+                assert_eq!(hits.len(), 10);
+                total += recall(
+                    &ids(&index, &hits),
+                    &reference(&vectors, sim, q, 10, |_| true),
+                );
+            }
+            (total / queries.len() as f64, index.segments().len())
+        };
+        let (r, segs) = measure(dir.path());
+        eprintln!("{sim} {element:?}: recall@10 {r:.3} over {segs} segments");
+        assert!(r >= 0.95, "{sim}: recall@10 {r}");
+        let mut w = IndexWriter::open(dir.path(), opts()).unwrap();
+        w.force_merge(1).unwrap();
+        drop(w);
+        let (r, segs) = measure(dir.path());
+        eprintln!("{sim} {element:?}: recall@10 {r:.3} after merging into {segs}");
+        assert_eq!(segs, 1);
+        assert!(r >= 0.95, "{sim} merged: recall@10 {r}");
+        check_index(dir.path(), quarry::DirectoryKind::Mmap).unwrap();
+    }
+}
+
+#[test]
+fn filtered_search_returns_k_hits_inside_the_filter_at_every_selectivity() {
+    let (n, dims) = (4000, 16);
+    let vectors: Vec<Option<Vec<f32>>> = clustered(n, dims, 10, 3).into_iter().map(Some).collect();
+    let s = schema(
+        dims as u32,
+        Similarity::DotProduct,
+        ElementType::Float32,
+        VectorIndex::default(),
+    );
+    let dir = build(&s, &vectors, 2000);
+    let index = Index::open(dir.path()).unwrap();
+    let searcher = index.searcher();
+    let queries = clustered(20, dims, 10, 11);
+    // 10 %, 30 % and one document in 4,000 (a group id is i % 10; id:7 is one document).
+    for (filter, accept) in [
+        (
+            "group:g3",
+            Box::new(|i: usize| i % 10 == 3) as Box<dyn Fn(usize) -> bool>,
+        ),
+        (
+            "group:g1 OR group:g2 OR group:g5",
+            Box::new(|i: usize| [1, 2, 5].contains(&(i % 10))),
+        ),
+        ("id:7", Box::new(|i: usize| i == 7)),
+    ] {
+        let mut total = 0.0;
+        for q in &queries {
+            let f = searcher.parse_query(filter, &["group"]).unwrap();
+            let hits = searcher
+                .knn(
+                    &KnnQuery::new("v", q.clone(), 10)
+                        .num_candidates(50)
+                        .filter(f),
+                )
+                .unwrap();
+            let got = ids(&index, &hits);
+            assert!(got.iter().all(|&i| accept(i as usize)), "{filter}: {got:?}");
+            let want = reference(&vectors, Similarity::DotProduct, q, 10, &accept);
+            assert_eq!(got.len(), want.len(), "{filter}: k hits when k exist");
+            total += recall(&got, &want);
+        }
+        let r = total / queries.len() as f64;
+        eprintln!("filter {filter}: recall@10 {r:.3}");
+        assert!(r >= 0.9, "{filter}: recall@10 {r}");
+    }
+}
+
+#[test]
+fn deleted_documents_never_come_back_and_documents_without_vectors_are_skipped() {
+    let (n, dims) = (1500, 8);
+    let vectors: Vec<Option<Vec<f32>>> = clustered(n, dims, 5, 9)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i % 5 != 0).then_some(v))
+        .collect();
+    let s = schema(
+        dims as u32,
+        Similarity::Cosine,
+        ElementType::Float32,
+        VectorIndex::default(),
+    );
+    let dir = build(&s, &vectors, 600);
+    let mut w = IndexWriter::open(dir.path(), opts()).unwrap();
+    // Delete every document of groups 1 and 2 (30 % of those with vectors).
+    for g in ["g1", "g2"] {
+        w.delete_term("group", &FieldValue::Str(g.into())).unwrap();
+    }
+    w.commit().unwrap();
+    let alive = |i: usize| vectors[i].is_some() && i % 10 != 1 && i % 10 != 2;
+    let queries = clustered(30, dims, 5, 1234);
+    let check = |dir: &std::path::Path| {
+        let index = Index::open(dir).unwrap();
+        let searcher = index.searcher();
+        for q in &queries {
+            for exact in [false, true] {
+                let mut kq = KnnQuery::new("v", q.clone(), 20).num_candidates(60);
+                kq.exact = exact;
+                let got = ids(&index, &searcher.knn(&kq).unwrap());
+                assert_eq!(got.len(), 20);
+                assert!(got.iter().all(|&i| alive(i as usize)), "{got:?}");
+            }
+        }
+    };
+    check(dir.path());
+    w.force_merge(1).unwrap();
+    drop(w);
+    check(dir.path());
+    let index = Index::open(dir.path()).unwrap();
+    let seg = &index.segments()[0];
+    let f = index.schema().field_id("v").unwrap();
+    let live_with_vectors = (0..n).filter(|&i| alive(i)).count();
+    assert_eq!(seg.vectors(f).unwrap().unwrap().len(), live_with_vectors);
+}
+
+#[test]
+fn vectors_come_back_as_stored_and_flat_fields_search_exactly() {
+    let s = schema(
+        3,
+        Similarity::L2Norm,
+        ElementType::Float32,
+        VectorIndex::Flat,
+    );
+    let dir = build(
+        &s,
+        &[Some(vec![0.1, 2.5, -3.0]), None, Some(vec![1.0, 1.0, 1.0])],
+        10,
+    );
+    let index = Index::open(dir.path()).unwrap();
+    let searcher = index.searcher();
+    let hits = searcher
+        .knn(&KnnQuery::new("v", vec![0.0, 2.0, -3.0], 5))
+        .unwrap();
+    assert_eq!(ids(&index, &hits), vec![0, 2]);
+    // l2_norm: 1 / (1 + d²), d² = 0.01 + 0.25.
+    assert!(
+        (hits[0].score - 1.0 / 1.26).abs() < 1e-6,
+        "{}",
+        hits[0].score
+    );
+    let doc = searcher.stored_fields(hits[0].doc).unwrap();
+    assert_eq!(doc["v"], json!([0.1, 2.5, -3.0]));
+    let doc = searcher
+        .stored_fields(quarry::search::DocAddress { segment: 0, doc: 1 })
+        .unwrap();
+    assert!(!doc.contains_key("v"));
+    let meta: &VectorMeta = index.segments()[0].meta().vectors[2].as_ref().unwrap();
+    assert!(meta.graph.is_none() && meta.docs_at.is_some());
+}
+
+#[test]
+fn bad_vectors_and_bad_queries_are_typed_errors_naming_the_field() {
+    let s = schema(
+        3,
+        Similarity::Cosine,
+        ElementType::Float32,
+        VectorIndex::default(),
+    );
+    let bad = |line: &str| match Document::from_json(&s, line) {
+        Err(Error::Document { field, reason }) => {
+            assert_eq!(field, "v");
+            reason
+        }
+        other => panic!("{line}: {other:?}"),
+    };
+    assert!(bad(r#"{"v": [1, 2]}"#).contains("3 dimensions"));
+    assert!(bad(r#"{"v": [1, "x", 2]}"#).contains("value 1"));
+    assert!(bad(r#"{"v": [1, 1e39, 2]}"#).contains("finite"));
+    assert!(bad(r#"{"v": [0, 0, 0]}"#).contains("zero vector"));
+    assert!(bad(r#"{"v": 5}"#).contains("vector"));
+    assert!(bad(r#"{"v": [[1], 2, 3]}"#).contains("not a number"));
+    // No vector, or null: no vector.
+    assert!(Document::from_json(&s, r#"{"id": 1}"#).is_ok());
+    assert!(Document::from_json(&s, r#"{"id": 1, "v": null}"#).is_ok());
+    let mut d = Document::new();
+    let e = d
+        .add(&s, "v", FieldValue::Vector(vec![f32::NAN, 1.0, 1.0]))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Document { ref field, .. } if field == "v"),
+        "{e}"
+    );
+
+    let dir = build(&s, &[Some(vec![1.0, 0.0, 0.0])], 10);
+    let searcher = Index::open(dir.path()).unwrap().searcher();
+    for (q, what) in [
+        (KnnQuery::new("v", vec![1.0], 1), "dimensions"),
+        (
+            KnnQuery::new("v", vec![1.0, f32::INFINITY, 0.0], 1),
+            "finite",
+        ),
+        (
+            KnnQuery::new("group", vec![1.0, 0.0, 0.0], 1),
+            "not a vector field",
+        ),
+        (
+            KnnQuery::new("v", vec![1.0, 0.0, 0.0], 10).num_candidates(5),
+            "num_candidates",
+        ),
+    ] {
+        let e = searcher.knn(&q).unwrap_err();
+        assert!(e.is_client_error() && e.to_string().contains(what), "{e}");
+    }
+    assert!(searcher.knn(&KnnQuery::new("nope", vec![1.0], 1)).is_err());
+
+    // Schemas: dims out of range, vector settings on other fields.
+    for text in [
+        r#"{"fields":[{"name":"v","type":"vector"}]}"#,
+        r#"{"fields":[{"name":"v","type":"vector","dims":5000}]}"#,
+        r#"{"fields":[{"name":"v","type":"vector","dims":3,"similarity":"hamming"}]}"#,
+        r#"{"fields":[{"name":"v","type":"vector","dims":3,"index":{"type":"hnsw","m":1}}]}"#,
+        r#"{"fields":[{"name":"t","type":"text","dims":3}]}"#,
+    ] {
+        assert!(Schema::from_json(text).is_err(), "{text}");
+    }
+    let s = Schema::from_json(
+        r#"{"fields":[{"name":"v","type":"vector","dims":3,"similarity":"dot_product","element_type":"int8","index":{"type":"hnsw","m":8}}]}"#,
+    )
+    .unwrap();
+    let o = s.field(0).vector_options().unwrap();
+    assert_eq!(
+        o.index,
+        VectorIndex::Hnsw {
+            m: 8,
+            ef_construction: 100
+        }
+    );
+    assert_eq!(o.element_type, ElementType::Int8);
+    assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
+}
+
+#[test]
+fn a_damaged_vector_file_is_reported_by_check_and_by_search() {
+    let vectors: Vec<Option<Vec<f32>>> = clustered(200, 8, 4, 2).into_iter().map(Some).collect();
+    let s = schema(
+        8,
+        Similarity::Cosine,
+        ElementType::Int8,
+        VectorIndex::default(),
+    );
+    let dir = build(&s, &vectors, 1000);
+    check_index(dir.path(), quarry::DirectoryKind::Mmap).unwrap();
+    let vec_file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "vec"))
+        .expect("a .vec file");
+    let mut bytes = std::fs::read(&vec_file).unwrap();
+    bytes[200] ^= 0x40;
+    std::fs::write(&vec_file, &bytes).unwrap();
+    let e = check_index(dir.path(), quarry::DirectoryKind::Mmap).unwrap_err();
+    assert!(e.to_string().contains(".vec"), "{e}");
+    for kind in quarry::DirectoryKind::ALL {
+        let index = Index::open_with(dir.path(), kind).unwrap();
+        let e = index
+            .searcher()
+            .knn(&KnnQuery::new("v", vectors[0].clone().unwrap(), 3))
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Corrupt { .. }) && e.to_string().contains(".vec"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn hybrid_search_fuses_text_and_knn_rankings() {
+    let s = Schema::builder()
+        .keyword("id")
+        .text("body", false)
+        .vector("v", 2, Similarity::Cosine)
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::create(dir.path(), s.clone(), opts()).unwrap();
+    for line in [
+        r#"{"id": "a", "body": "oil oil oil", "v": [0.0, 1.0]}"#,
+        r#"{"id": "b", "body": "oil", "v": [1.0, 0.1]}"#,
+        r#"{"id": "c", "body": "wheat", "v": [1.0, 0.0]}"#,
+    ] {
+        w.add_document(Document::from_json(&s, line).unwrap())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    let searcher = index.searcher();
+    let text = searcher.parse_query("oil", &["body"]).unwrap();
+    let text_top = searcher.search(&text, 10, SearchMode::Top).unwrap().top;
+    let knn = KnnQuery::new("v", vec![1.0, 0.0], 3);
+    let id = |h: &quarry::Hit| searcher.stored_fields(h.doc).unwrap()["id"].clone();
+    assert_eq!(id(&text_top[0]), "a");
+    let hits = searcher.hybrid(&text, &knn, &Fusion::rrf(10), 10).unwrap();
+    // text: a 1, b 2; knn: c 1, b 2, a 3.
+    let got: Vec<_> = hits.iter().map(|h| (id(h), h.score)).collect();
+    assert_eq!(got[0].0, "a");
+    assert!((got[0].1 - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-7);
+    assert_eq!(got[1].0, "b");
+    assert!((got[1].1 - 2.0 / 62.0).abs() < 1e-7);
+    assert_eq!(got[2].0, "c");
+    assert!((got[2].1 - 1.0 / 61.0).abs() < 1e-7);
+    let hits = searcher
+        .hybrid(
+            &text,
+            &knn,
+            &Fusion::Linear {
+                normalizer: Normalizer::MinMax,
+                window: 10,
+                text_weight: 1.0,
+                knn_weight: 2.0,
+            },
+            2,
+        )
+        .unwrap();
+    // knn min-max: c 1, b ~1, a 0; text: a 1, b 0.
+    assert_eq!(hits.len(), 2);
+    assert_eq!(id(&hits[0]), "c");
+}
