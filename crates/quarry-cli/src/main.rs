@@ -236,6 +236,11 @@ fn run(cli: Cli) -> Result<()> {
                             s.columns.iter().map(|(f, d)| format!("{f}: {d}")).collect();
                         writeln!(out, "    columns [{}]", cols.join("; "))?;
                     }
+                    if !s.vectors.is_empty() {
+                        let v: Vec<String> =
+                            s.vectors.iter().map(|(f, d)| format!("{f}: {d}")).collect();
+                        writeln!(out, "    vectors [{}]", v.join("; "))?;
+                    }
                 }
                 writeln!(out, "bytes per file kind:")?;
                 for (k, v) in &r.bytes {

@@ -598,3 +598,92 @@ fn a_v7_index_appended_and_merged_by_v8_gains_columns() {
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(dates, sorted);
 }
+
+fn v9_sample() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/format-v9-sample"
+    ))
+}
+
+/// The 8-dimension `embedding` the v9 sample's documents carry: a function of the id (none
+/// when the id is a multiple of 10), as `docs/format/CHANGES.md` (v9) says.
+fn sample_embedding(id: i64) -> Option<Vec<f32>> {
+    (id % 10 != 0).then(|| {
+        let mut v: Vec<f32> = (0..8)
+            .map(|j| ((id * (j + 3) * 37) % 17 - 8) as f32 / 8.0)
+            .collect();
+        if v.iter().all(|&x| x == 0.0) {
+            v[0] = 1.0;
+        }
+        v
+    })
+}
+
+/// The saved format-v9 sample (tests/fixtures/format-v9-sample): the v8 sample's documents,
+/// segments and deletion with an `embedding` vector field (cosine, int8, hnsw m 8) written by a
+/// v9 build: it checks clean in every mode (vectors against their stored values), answers the
+/// phrases as the v7 sample, returns its stored vectors, and its exact kNN answers are the
+/// plain cosine ranking of the live documents with vectors.
+#[test]
+fn v9_sample_with_vectors_opens_checks_and_answers() {
+    use quarry::search::knn::KnnQuery;
+    let dir = v9_sample();
+    let want = phrase_answers(&v7_sample(), DirectoryKind::Mmap);
+    let query = vec![0.5, -0.25, 1.0, 0.0, 0.75, -1.0, 0.125, 0.5];
+    let cos = |v: &[f32]| {
+        let dot: f32 = v.iter().zip(&query).map(|(a, b)| a * b).sum();
+        let n = |x: &[f32]| x.iter().map(|a| a * a).sum::<f32>().sqrt();
+        dot / (n(v) * n(&query))
+    };
+    let mut reference: Vec<(i64, f32)> = (1..=300)
+        .filter(|&i| i != 3)
+        .filter_map(|i| sample_embedding(i).map(|v| (i, cos(&v))))
+        .collect();
+    reference.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for kind in DirectoryKind::ALL {
+        let report = check_index(&dir, kind).expect("the v9 sample checks clean");
+        assert_eq!((report.docs, report.live_docs), (300, 299));
+        assert!(
+            report.segments.iter().all(|s| s.vectors.len() == 1),
+            "{report:?}"
+        );
+        let index = Index::open_with(&dir, kind).unwrap();
+        assert_eq!(index.commit().format_version, 9);
+        assert_eq!(phrase_answers(&dir, kind), want);
+        let s = index.searcher();
+        for exact in [true, false] {
+            let mut q = KnnQuery::new("embedding", query.clone(), 10).num_candidates(100);
+            q.exact = exact;
+            let hits = s.knn(&q).unwrap();
+            let got: Vec<(i64, f32)> = hits
+                .iter()
+                .map(|h| {
+                    let doc = s.stored_fields(h.doc).unwrap();
+                    let id = doc["id"].as_i64().unwrap();
+                    let stored: Vec<f32> = doc["embedding"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_f64().unwrap() as f32)
+                        .collect();
+                    assert_eq!(Some(stored), sample_embedding(id));
+                    (id, h.score)
+                })
+                .collect();
+            for ((gi, gs), (wi, wc)) in got.iter().zip(&reference) {
+                // Scores within rounding; equal cosines may swap only with an equal score.
+                assert!(
+                    (gs - (1.0 + wc) / 2.0).abs() < 1e-5,
+                    "{gi} {gs} vs {wi} {wc}"
+                );
+            }
+            // The vectors are a function of id mod 17: identical vectors tie exactly, and ties
+            // rank in index order (here: by id).
+            let ids: Vec<i64> = got.iter().map(|g| g.0).collect();
+            let want_ids: Vec<i64> = reference[..10].iter().map(|g| g.0).collect();
+            assert_eq!(ids, want_ids, "exact {exact}");
+        }
+        index.scrub().unwrap();
+    }
+}

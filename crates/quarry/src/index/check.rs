@@ -29,6 +29,10 @@ pub struct SegmentSummary {
     /// Per field with a column (format v8): its kind, encoding, value count and bytes, such as
     /// `i64 bitpacked, 300 values, 2656 B`.
     pub columns: BTreeMap<String, String>,
+    /// Per vector field with vectors here (format v9): dims, similarity, count, quantization,
+    /// graph and bytes, such as `384 dims cosine, 1000 vectors, int8, hnsw m 16 (3 levels), 1.9 MB`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub vectors: BTreeMap<String, String>,
     /// The index sort the segment's documents are in (`field:asc`/`field:desc` per key), if
     /// any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,8 +145,85 @@ fn summary(seg: &SegmentReader, total: &mut BTreeMap<String, u64>) -> SegmentSum
         terms,
         bytes,
         columns,
+        vectors: vector_summaries(seg),
         index_sort: meta.index_sort.as_ref().map(|s| s.to_string()),
     }
+}
+
+/// What `inspect` says of each vector field of a segment (from the meta only).
+fn vector_summaries(seg: &SegmentReader) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (f, vm) in seg.meta().vectors.iter().enumerate() {
+        let Some(vm) = vm else { continue };
+        let mut d = format!("{} dims {}, {} vectors", vm.dims, vm.similarity, vm.count);
+        let mut size = vm.values_at.1 + vm.docs_at.map_or(0, |s| s.1);
+        if let Some(q) = &vm.quantized {
+            d.push_str(", int8");
+            size += q.bytes_at.1 + q.corrections_at.1;
+        }
+        match &vm.graph {
+            Some(g) => {
+                d.push_str(&format!(", hnsw m {} ({} levels)", g.m, g.levels.len()));
+                size += g
+                    .levels
+                    .iter()
+                    .map(|l| l.nodes_at.map_or(0, |s| s.1) + l.offsets_at.1 + l.neighbors_at.1)
+                    .sum::<u64>();
+            }
+            None => d.push_str(", flat"),
+        }
+        d.push_str(&format!(", {size} B"));
+        out.insert(seg.schema().field(f as u32).name.clone(), d);
+    }
+    out
+}
+
+/// Every vector field of a segment against the vectors `stored` in its stored fields (by
+/// document, scaled to unit length for `cosine`): the same documents, the same values; and the
+/// field's pieces and graph pass [`crate::codec::vectors::VectorField::open`]'s checks.
+fn check_vectors(seg: &SegmentReader, stored: &[Vec<(u32, Vec<f32>)>]) -> Result<()> {
+    let name = SegmentMeta::file_name(&seg.meta().name, "vec");
+    for (f, entry) in seg.schema().fields().iter().enumerate() {
+        let Some(options) = entry.vector_options() else {
+            continue;
+        };
+        let field = seg.vectors(f as u32)?;
+        if !entry.stored {
+            continue;
+        }
+        let want = &stored[f];
+        let got = field.map_or(0, |v| v.len());
+        if got != want.len() {
+            return Err(Error::corrupt(
+                &name,
+                format!(
+                    "field {:?}: {got} vectors, the stored fields hold {}",
+                    entry.name,
+                    want.len()
+                ),
+            ));
+        }
+        let Some(v) = field else { continue };
+        let vectors = v.vectors();
+        for (ord, (doc, values)) in want.iter().enumerate() {
+            let mut values = values.clone();
+            if options.similarity.normalizes() {
+                crate::vector::normalize(&mut values);
+            }
+            let same = v.doc(ord as u32) == *doc
+                && crate::vector::VectorSource::vector(&vectors, ord as u32) == &values[..];
+            if !same {
+                return Err(Error::corrupt(
+                    &name,
+                    format!(
+                        "field {:?}: the vector of document {doc} differs from its stored value",
+                        entry.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Verifies the latest commit of the index at `path`: the commit point, every file's checksum,
@@ -236,14 +317,18 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
     // The columns are rebuilt from the stored values: their bytes must be what the file holds.
     let schema = seg.schema();
     let mut rebuilt = crate::indexer::builder::new_columns(schema);
+    let has_vectors = !meta.vectors.is_empty();
+    let mut stored_vectors: Vec<Vec<(u32, Vec<f32>)>> = vec![Vec::new(); schema.fields().len()];
     let mut d = 0u32;
     seg.for_each_stored_doc(|bytes| {
         let map = decode_doc(schema, bytes).in_file(&store_name)?;
-        if seg.has_columns() {
+        if seg.has_columns() || has_vectors {
             let doc = crate::document::Document::from_map(schema, &map)
                 .map_err(|e| Error::corrupt(&store_name, format!("document {d}: {e}")))?;
             for (f, v) in doc.values() {
-                if schema.field(*f).stored {
+                if let crate::document::FieldValue::Vector(v) = v {
+                    stored_vectors[*f as usize].push((d, v.clone()));
+                } else if schema.field(*f).stored {
                     crate::indexer::builder::add_column_value(&mut rebuilt, schema, d, *f, v);
                 }
             }
@@ -253,6 +338,9 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
     })?;
     if seg.has_columns() {
         check_columns(seg, rebuilt)?;
+    }
+    if has_vectors {
+        check_vectors(seg, &stored_vectors)?;
     }
     super::sorted::check_order(seg)
 }
