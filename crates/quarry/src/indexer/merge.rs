@@ -262,7 +262,10 @@ pub(crate) fn merge_with_maps(
 /// The live vectors of every source, at their merged documents, and per `hnsw` field the graph
 /// to start from: the graph of the source holding the most of the field's vectors, if it has
 /// no deletions (Lucene's choice since 9.6): its nodes keep their links and only the other
-/// sources' vectors are inserted. (`vector::hnsw` measures the seeded graph's recall.)
+/// sources' vectors are inserted. Measured against a rebuild (9,000 + 3,000 clustered vectors
+/// of 64 dims, m 16, ef_construction 100): 0.73 s instead of 2.17 s, recall@10 at ef 100 0.892
+/// against 0.881 (`cargo test -p quarry --lib merge_seeding_vs_rebuild -- --ignored
+/// --nocapture`, test profile, this 2-core machine).
 fn merge_vectors(
     schema: &Schema,
     segments: &[Arc<SegmentReader>],

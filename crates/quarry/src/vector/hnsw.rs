@@ -993,3 +993,46 @@ mod tests {
         assert!(r >= 0.95, "recall@10 {r}");
     }
 }
+
+/// Seeding a merged graph with the largest source's graph against rebuilding it: time and
+/// recall (`cargo test -p quarry --lib merge_seeding_vs_rebuild -- --ignored --nocapture`).
+#[cfg(test)]
+mod merge_measure {
+    use super::super::FlatVectors;
+    use super::*;
+
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn merge_seeding_vs_rebuild() {
+        let (n, big, dims) = (12_000usize, 9_000usize, 64usize);
+        let values = super::super::testdata::clustered(n, dims, 50, 0.6, 5);
+        let sim = Similarity::Cosine;
+        let p = HnswParams::default();
+        let first = FlatVectors::new(&values[..big * dims], dims).unwrap();
+        let g1 = HnswBuilder::new(&first, sim, p).build();
+        let all = FlatVectors::new(&values, dims).unwrap();
+        let map: Vec<Option<u32>> = (0..big as u32).map(Some).collect();
+        let t = std::time::Instant::now();
+        let seeded = HnswBuilder::with_initial_graph(&all, sim, p, &g1, &map).build();
+        let t_seeded = t.elapsed();
+        let t = std::time::Instant::now();
+        let rebuilt = HnswBuilder::new(&all, sim, p).build();
+        let t_rebuilt = t.elapsed();
+        let queries = super::super::testdata::clustered(200, dims, 50, 0.6, 99);
+        let recall = |g: &HnswGraph| {
+            let mut hit = 0;
+            for q in queries.chunks_exact(dims) {
+                let want = crate::vector::scan::exact_top_k(&all, sim, q, 10, None);
+                let got = g.search(&all, sim, q, 10, 100, None, usize::MAX).hits;
+                hit += got.iter().filter(|g| want.contains(g)).count();
+            }
+            hit as f64 / 2000.0
+        };
+        eprintln!(
+            "merge of {big} + {} vectors of {dims} dims: seeded {t_seeded:?} (recall@10 {:.3}), rebuilt {t_rebuilt:?} (recall@10 {:.3})",
+            n - big,
+            recall(&seeded),
+            recall(&rebuilt)
+        );
+    }
+}
