@@ -1,10 +1,12 @@
-//! `quarry search`: one query from the command line, or a batch of JSON lines.
+//! `quarry search`: one query from the command line, a batch of JSON lines, or a k-nearest-
+//! neighbour (`--knn`) or hybrid (`--hybrid`) search of a vector field.
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use quarry::highlight::{HighlightOptions, Highlighter};
+use quarry::search::knn::{Fusion, KnnQuery};
 use quarry::{
     DirectoryKind, DocAddress, Index, SearchMode, Searcher, SortField, SortKey, SortValue,
 };
@@ -18,8 +20,8 @@ pub struct SearchArgs {
     /// Field(s) searched by terms without `field:` (repeatable; default: every text field).
     #[arg(long = "default-field")]
     pub default_fields: Vec<String>,
-    /// Number of hits to return.
-    #[arg(long, default_value_t = 10)]
+    /// Number of hits to return (`-k` too).
+    #[arg(long, short = 'k', default_value_t = 10)]
     pub top: usize,
     /// top: top-k (hit count may be a lower bound); top_count: top-k and exact count;
     /// count: exact count only.
@@ -52,6 +54,86 @@ pub struct SearchArgs {
     /// `--` before a query that looks like an option of this command (`-- --top`).
     #[arg(allow_hyphen_values = true)]
     pub query: Option<String>,
+    /// k-nearest-neighbour search of this vector field (with `--vector`) instead of a query.
+    #[arg(long, value_name = "FIELD", requires = "vector", conflicts_with_all = ["query", "queries", "sort"])]
+    pub knn: Option<String>,
+    /// The query vector of `--knn`: a JSON array of numbers, `'[0.1, 0.2, ...]'`.
+    #[arg(long, value_name = "JSON", requires = "knn")]
+    pub vector: Option<String>,
+    /// `--knn`: the graph search's beam width per segment (default min(1.5 k, 10000)).
+    #[arg(long, requires = "knn")]
+    pub num_candidates: Option<usize>,
+    /// `--knn`: only documents matching this query (Lucene syntax) may be hits.
+    #[arg(long, value_name = "QUERY", requires = "knn")]
+    pub filter: Option<String>,
+    /// `--knn`: compare every vector instead of walking the graph.
+    #[arg(long, requires = "knn")]
+    pub exact: bool,
+    /// `--knn`: also run this text query (Lucene syntax) and fuse both rankings.
+    #[arg(long, value_name = "QUERY", requires = "knn")]
+    pub hybrid: Option<String>,
+    /// `--hybrid`: reciprocal rank fusion (`rrf`, rank constant 60) or a sum of min-max
+    /// normalized scores (`linear`); each ranking is cut to its first max(k, 10) hits.
+    #[arg(long, default_value = "rrf", value_parser = ["rrf", "linear"], requires = "hybrid")]
+    pub fusion: String,
+}
+
+/// Runs a `--knn` (or `--hybrid`) search; returns its JSON result and the time it took.
+fn run_knn(
+    searcher: &Searcher,
+    fields: &[&str],
+    args: &SearchArgs,
+    field: &str,
+) -> Result<(Value, f64)> {
+    let text = args.vector.as_deref().unwrap_or("");
+    let values: Vec<Value> = match serde_json::from_str(text) {
+        Ok(Value::Array(a)) => a,
+        Ok(_) => bail!("--vector: expected a JSON array of numbers, such as '[0.1, 0.2]'"),
+        Err(e) => bail!("--vector: malformed JSON at column {}: {e}", e.column()),
+    };
+    let mut vector = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        match v.as_f64() {
+            Some(x) => vector.push(x as f32),
+            None => bail!("--vector: value {i} is {v}, not a number"),
+        }
+    }
+    let start = Instant::now();
+    let mut q = KnnQuery::new(field, vector, args.top);
+    q.num_candidates = args.num_candidates;
+    q.exact = args.exact;
+    if let Some(f) = &args.filter {
+        q.filter = Some(
+            searcher
+                .parse_query(f, fields)
+                .with_context(|| format!("--filter {f:?}"))?,
+        );
+    }
+    let (label, hits) = match &args.hybrid {
+        Some(text) => {
+            let tq = searcher
+                .parse_query(text, fields)
+                .with_context(|| format!("--hybrid {text:?}"))?;
+            let window = args.top.max(10);
+            let fusion = if args.fusion == "linear" {
+                Fusion::linear(window)
+            } else {
+                Fusion::rrf(window)
+            };
+            let label = format!("{text} + knn {field} ({})", args.fusion);
+            (label, searcher.hybrid(&tq, &q, &fusion, args.top)?)
+        }
+        None => (format!("knn {field}"), searcher.knn(&q)?),
+    };
+    let micros = start.elapsed().as_secs_f64() * 1e6;
+    let mut top = Vec::with_capacity(hits.len());
+    for h in &hits {
+        top.push(json!({"score": h.score, "doc": Value::Object(searcher.stored_fields(h.doc)?)}));
+    }
+    Ok((
+        json!({"query": label, "hits": hits.len(), "hits_exact": true, "top": top}),
+        micros,
+    ))
 }
 
 /// `--sort` values as sort keys.
@@ -264,6 +346,16 @@ pub fn run(args: &SearchArgs) -> Result<()> {
     check_highlight_fields(&searcher, &args.highlight)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    if let Some(field) = &args.knn {
+        let (v, micros) = run_knn(&searcher, &fields, args, field)?;
+        if args.json {
+            writeln!(out, "{v}")?;
+        } else {
+            print_human(&mut out, &v, micros)?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
     match (&args.query, &args.queries) {
         (Some(q), None) => {
             let (v, micros) = run_one(
