@@ -200,6 +200,11 @@
 #[doc = include_str!("../../../docs/library.md")]
 pub struct LibraryGuide;
 
+/// The Rust example of `docs/vectors.md`, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/vectors.md")]
+pub struct VectorsGuide;
+
 /// The Rust example of `README.md`, run as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
