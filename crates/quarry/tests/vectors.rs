@@ -544,3 +544,68 @@ fn hybrid_search_fuses_text_and_knn_rankings() {
     assert_eq!(hits.len(), 2);
     assert_eq!(id(&hits[0]), "c");
 }
+
+#[test]
+fn an_index_sort_permutes_vectors_with_their_documents() {
+    let (n, dims) = (600, 8);
+    let vectors: Vec<Option<Vec<f32>>> = clustered(n, dims, 6, 21)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i % 4 != 1).then_some(v))
+        .collect();
+    let s = schema(
+        dims as u32,
+        Similarity::Cosine,
+        ElementType::Float32,
+        VectorIndex::default(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sorted = WriterOptions {
+        index_sort: Some(quarry::IndexSort::new(vec![quarry::IndexSortField::desc(
+            "id",
+        )])),
+        ..opts()
+    };
+    let mut w = IndexWriter::create(dir.path(), s.clone(), sorted).unwrap();
+    for (i, v) in vectors.iter().enumerate() {
+        let mut obj = json!({"id": i, "group": format!("g{}", i % 10)});
+        if let Some(v) = v {
+            obj["v"] = json!(v);
+        }
+        w.add_document(Document::from_json(&s, &obj.to_string()).unwrap())
+            .unwrap();
+        if (i + 1) % 250 == 0 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    w.force_merge(1).unwrap();
+    drop(w);
+    check_index(dir.path(), quarry::DirectoryKind::Mmap).unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    let searcher = index.searcher();
+    for q in clustered(10, dims, 6, 5) {
+        let exact = searcher
+            .knn(&KnnQuery::new("v", q.clone(), 10).exact())
+            .unwrap();
+        let want = reference(&vectors, Similarity::Cosine, &q, 10, |_| true);
+        let got = ids(&index, &exact);
+        assert!(recall(&got, &want) >= 0.9, "{got:?} vs {want:?}");
+        // The stored vector of each hit is its document's.
+        for h in &exact {
+            let doc = searcher.stored_fields(h.doc).unwrap();
+            let id = doc["id"].as_i64().unwrap() as usize;
+            let stored: Vec<f32> = doc["v"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            assert_eq!(Some(stored), vectors[id]);
+        }
+        let approx = searcher
+            .knn(&KnnQuery::new("v", q.clone(), 10).num_candidates(100))
+            .unwrap();
+        assert!(recall(&ids(&index, &approx), &want) >= 0.9);
+    }
+}

@@ -304,7 +304,9 @@ fn merge_vectors(
             }
         }
         let hnsw = matches!(options.index, crate::schema::VectorIndex::Hnsw { .. });
-        let seed = match largest.filter(|_| hnsw && segments.len() > 1) {
+        // One source without deletions (the flush of an index-sorted index) is seeded too: its
+        // whole graph is carried over under the permuted ordinals.
+        let seed = match largest.filter(|_| hnsw) {
             Some((i, _)) => {
                 merged_docs.sort_unstable();
                 let v = segments[i].vectors(f)?.expect("listed above");
