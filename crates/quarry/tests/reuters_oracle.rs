@@ -193,3 +193,17 @@ fn extra_queries_match_lucene() {
         |_| true,
     );
 }
+
+/// Wildcard, regexp and fuzzy queries in the query syntax, and mixed with terms
+/// (tests/fixtures/lucene-reuters-multiterm-oracle.jsonl, produced by the same Lucene harness
+/// from tests/fixtures/reuters-queries-multiterm.jsonl): constant scores for wildcards and
+/// regexps, fuzzy's blended top-terms scores.
+#[test]
+fn multiterm_queries_match_lucene() {
+    run_file(
+        "lucene-reuters-multiterm-oracle.jsonl",
+        DirectoryKind::Mmap,
+        2,
+        |_| true,
+    );
+}

@@ -1,9 +1,10 @@
-//! What a parsed query means: Lucene's query model (term, phrase, prefix, range, boolean,
-//! boost, match-all) and its exact `Query.toString()` rendering.
+//! What a parsed query means: Lucene's query model (term, phrase, prefix, wildcard, regexp,
+//! fuzzy, range, boolean, boost, constant score, dis-max, match-all) and its exact `Query.toString()` rendering.
 //!
 //! The shapes mirror the Lucene classes the classic `QueryParser` builds (`TermQuery`,
-//! `PhraseQuery`, `PrefixQuery`, `TermRangeQuery`, `BooleanQuery`, `BoostQuery`,
-//! `MatchAllDocsQuery`, `MatchNoDocsQuery`), and [`Display`](std::fmt::Display) renders them exactly like Lucene's
+//! `PhraseQuery`, `PrefixQuery`, `WildcardQuery`, `RegexpQuery`, `FuzzyQuery`,
+//! `TermRangeQuery`, `BooleanQuery`, `BoostQuery`, `MatchAllDocsQuery`, `MatchNoDocsQuery`),
+//! plus `ConstantScoreQuery` and `DisjunctionMaxQuery`,, and [`Display`](std::fmt::Display) renders them exactly like Lucene's
 //! `Query.toString()`, which is `toString("")`: every term carries its field. Use
 //! [`Query::to_string_with_field`] for Lucene's `toString(field)`, which omits that field.
 
@@ -73,12 +74,74 @@ pub enum Query {
         /// A finite, non-negative factor.
         boost: f32,
     },
+    /// Documents whose `field` holds a term matching `pattern`, where `*` is any string, `?` any
+    /// one character and `\\` escapes the next character (Lucene `WildcardQuery`, constant score).
+    Wildcard {
+        /// The field searched.
+        field: String,
+        /// The pattern, normalized (wildcards and escapes kept as written).
+        pattern: String,
+    },
+    /// Documents whose `field` holds a term matching the regular expression `pattern` in
+    /// Lucene's `RegExp` syntax, anchored at both ends (Lucene `RegexpQuery`, constant score).
+    Regexp {
+        /// The field searched.
+        field: String,
+        /// The expression, without the enclosing `/`.
+        pattern: String,
+    },
+    /// Documents whose `field` holds a term within `max_edits` edits of `term` (Lucene
+    /// `FuzzyQuery`): the `max_expansions` most similar terms, scored as one blended term.
+    Fuzzy {
+        /// The field searched.
+        field: String,
+        /// The term, already normalized.
+        term: String,
+        /// 0, 1 or 2 (Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`).
+        max_edits: u32,
+        /// How many leading characters must match exactly.
+        prefix_length: u32,
+        /// At most this many terms are searched (Lucene's default 50).
+        max_expansions: u32,
+        /// Whether swapping two adjacent characters is one edit (Lucene's default) or two.
+        transpositions: bool,
+    },
+    /// `query`'s matches, each scored 1 (times the enclosing boosts) (Lucene
+    /// `ConstantScoreQuery`).
+    ConstantScore {
+        /// The query whose matches are taken.
+        query: Box<Query>,
+    },
+    /// Documents matching any of `queries`, scored by the best one plus `tie_breaker` times the
+    /// others (Lucene `DisjunctionMaxQuery`).
+    DisMax {
+        /// The disjuncts.
+        queries: Vec<Query>,
+        /// In `[0, 1]`: 0 takes the best score only, 1 sums them.
+        tie_breaker: f32,
+    },
+    /// `positive`'s matches and scores, the scores of those that also match `negative`
+    /// multiplied by `negative_boost` (Elasticsearch's `boosting`, Lucene's
+    /// `FunctionScoreQuery.boostByQuery`).
+    Boosting {
+        /// What matches and scores.
+        positive: Box<Query>,
+        /// What demotes.
+        negative: Box<Query>,
+        /// The factor for documents matching `negative`, in `[0, 1]` in practice.
+        negative_boost: f32,
+    },
     /// Every document (Lucene `MatchAllDocsQuery`, written `*:*`).
     MatchAll,
     /// No document (Lucene `MatchNoDocsQuery`). The parser never produces it: a query whose
     /// every word analyzes away is an empty [`Query::Boolean`], as in Lucene.
     MatchNone,
 }
+
+/// Lucene's `FuzzyQuery.defaultMaxExpansions`.
+pub const FUZZY_MAX_EXPANSIONS: u32 = 50;
+/// Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`.
+pub const FUZZY_MAX_EDITS: u32 = 2;
 
 /// One clause of a [`Query::Boolean`].
 #[derive(Debug, Clone, PartialEq)]
@@ -165,6 +228,18 @@ impl Query {
         }
     }
 
+    /// A fuzzy query with Lucene's defaults: no fixed prefix, 50 expansions, transpositions.
+    pub fn fuzzy(field: impl Into<String>, term: impl Into<String>, max_edits: u32) -> Self {
+        Query::Fuzzy {
+            field: field.into(),
+            term: term.into(),
+            max_edits,
+            prefix_length: 0,
+            max_expansions: FUZZY_MAX_EXPANSIONS,
+            transpositions: true,
+        }
+    }
+
     /// True for a boolean query without clauses (what Lucene's parser returns when every
     /// word of the query analyzed away; it matches nothing).
     pub fn is_empty_boolean(&self) -> bool {
@@ -247,6 +322,68 @@ impl Query {
                 query.render(default_field, out);
                 out.push_str(")^");
                 out.push_str(&java_float_to_string(*boost));
+            }
+            Query::Wildcard { field, pattern } => {
+                push_field(out, field, default_field);
+                out.push_str(pattern);
+            }
+            Query::Regexp { field, pattern } => {
+                push_field(out, field, default_field);
+                out.push('/');
+                out.push_str(pattern);
+                out.push('/');
+            }
+            Query::Fuzzy {
+                field,
+                term,
+                max_edits,
+                ..
+            } => {
+                push_field(out, field, default_field);
+                out.push_str(term);
+                out.push('~');
+                out.push_str(&max_edits.to_string());
+            }
+            Query::ConstantScore { query } => {
+                out.push_str("ConstantScore(");
+                query.render(default_field, out);
+                out.push(')');
+            }
+            Query::DisMax {
+                queries,
+                tie_breaker,
+            } => {
+                // Lucene's `DisjunctionMaxQuery.toString`.
+                out.push('(');
+                for (i, q) in queries.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    if matches!(q, Query::Boolean { .. }) {
+                        out.push('(');
+                        q.render(default_field, out);
+                        out.push(')');
+                    } else {
+                        q.render(default_field, out);
+                    }
+                }
+                out.push(')');
+                if *tie_breaker != 0.0 {
+                    out.push('~');
+                    out.push_str(&java_float_to_string(*tie_breaker));
+                }
+            }
+            Query::Boosting {
+                positive,
+                negative,
+                negative_boost,
+            } => {
+                out.push_str("Boosting(");
+                positive.render(default_field, out);
+                out.push_str(", ");
+                negative.render(default_field, out);
+                out.push_str(")^");
+                out.push_str(&java_float_to_string(*negative_boost));
             }
             Query::MatchAll => out.push_str("*:*"),
             Query::MatchNone => out.push_str("MatchNoDocsQuery(\"\")"),

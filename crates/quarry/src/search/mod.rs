@@ -3,11 +3,13 @@
 //!
 //! This module holds the public API ([`Searcher`], its modes, options and result); one
 //! segment's execution is in `segment_search`, fetching hits' stored fields in `stored`.
+pub mod automaton;
 pub mod bm25;
 pub mod collector;
 mod conjunction;
 mod count;
 pub mod knn;
+pub mod multiterm;
 mod phrase;
 pub mod range;
 pub mod scorer;

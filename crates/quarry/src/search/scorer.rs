@@ -612,6 +612,10 @@ pub struct DisjunctionScorer {
     /// (MaxScore: documents matched only by a prefix whose sum is below a bar cannot reach it).
     by_max: Vec<usize>,
     bounds: Vec<f64>,
+    /// `Some(tie)`: score as Lucene's `DisjunctionMaxQuery` (the best sub plus `tie` times the
+    /// others) instead of the sum. The sum's bounds still hold: with `tie <= 1` that score is
+    /// at most the sum.
+    dis_max: Option<f32>,
 }
 
 impl DisjunctionScorer {
@@ -631,8 +635,16 @@ impl DisjunctionScorer {
             cost,
             by_max,
             bounds,
+            dis_max: None,
         };
         d.doc = d.settle(0);
+        d
+    }
+
+    /// Documents matching any of `subs`, scored by the best plus `tie` times the others.
+    pub fn dis_max(subs: Vec<Box<dyn Scorer>>, tie: f32) -> Self {
+        let mut d = Self::new(subs, 1);
+        d.dis_max = Some(tie);
         d
     }
 
@@ -720,6 +732,20 @@ impl Scorer for DisjunctionScorer {
         self.doc
     }
     fn score(&mut self) -> f32 {
+        if let Some(tie) = self.dis_max {
+            // Lucene's `DisjunctionMaxScorer.score`.
+            let (mut max, mut others) = (0f32, 0f64);
+            for &i in &self.on_doc {
+                let s = self.subs[i].score();
+                if s >= max {
+                    others += f64::from(max);
+                    max = s;
+                } else {
+                    others += f64::from(s);
+                }
+            }
+            return (f64::from(max) + others * f64::from(tie)) as f32;
+        }
         let mut sum = 0f64;
         for &i in &self.on_doc {
             sum += f64::from(self.subs[i].score());
@@ -1125,5 +1151,63 @@ impl Scorer for ConstScorer {
     }
     fn corruption(&self) -> Option<Corruption> {
         self.inner.corruption()
+    }
+}
+
+/// `positive`'s documents, the score of those `negative` also matches multiplied by `factor`
+/// (Elasticsearch's `boosting`, Lucene's `FunctionScoreQuery.boostByQuery`).
+pub struct BoostingScorer {
+    positive: Box<dyn Scorer>,
+    negative: Box<dyn Scorer>,
+    factor: f32,
+}
+
+impl BoostingScorer {
+    pub fn new(positive: Box<dyn Scorer>, negative: Box<dyn Scorer>, factor: f32) -> Self {
+        Self {
+            positive,
+            negative,
+            factor,
+        }
+    }
+}
+
+impl Scorer for BoostingScorer {
+    fn doc(&self) -> u32 {
+        self.positive.doc()
+    }
+    fn next(&mut self) -> u32 {
+        self.positive.next()
+    }
+    fn seek(&mut self, target: u32) -> u32 {
+        self.positive.seek(target)
+    }
+    fn matches(&mut self) -> bool {
+        self.positive.matches()
+    }
+    fn is_two_phase(&self) -> bool {
+        self.positive.is_two_phase()
+    }
+    fn score(&mut self) -> f32 {
+        let score = self.positive.score();
+        let d = self.positive.doc();
+        let demoted =
+            self.negative.doc() <= d && self.negative.seek(d) == d && self.negative.matches();
+        if demoted {
+            (f64::from(score) * f64::from(self.factor)) as f32
+        } else {
+            score
+        }
+    }
+    fn cost(&self) -> u64 {
+        self.positive.cost()
+    }
+    fn max_score(&self) -> f32 {
+        self.positive.max_score() * self.factor.max(1.0)
+    }
+    fn corruption(&self) -> Option<Corruption> {
+        self.positive
+            .corruption()
+            .or_else(|| self.negative.corruption())
     }
 }

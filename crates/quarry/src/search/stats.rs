@@ -97,19 +97,61 @@ impl CollectionStats {
     }
 }
 
-/// Collects the `(field, term)` pairs whose document frequency scores `q`.
-fn scored_terms<'q>(q: &'q Query, out: &mut Vec<(&'q str, &'q str)>) {
+/// Collects the `(field, term)` pairs whose document frequency scores `q`; a fuzzy query's are
+/// its expansions, as `expand` gives them.
+fn scored_terms(
+    q: &Query,
+    out: &mut Vec<(String, String)>,
+    expand: &mut dyn FnMut(&str, &super::multiterm::FuzzySpec) -> Result<Vec<String>>,
+) -> Result<()> {
     match q {
-        Query::Term { field, term } => out.push((field, term)),
+        Query::Term { field, term } => out.push((field.clone(), term.clone())),
         Query::Phrase { field, terms, .. } => {
-            out.extend(terms.iter().map(|(_, t)| (field.as_str(), t.as_str())))
+            out.extend(terms.iter().map(|(_, t)| (field.clone(), t.clone())))
         }
-        Query::Boolean { clauses, .. } => clauses.iter().for_each(|c| scored_terms(&c.query, out)),
-        Query::Boost { query, .. } => scored_terms(query, out),
-        // Prefix and range queries score a constant; match-all and match-none use no
-        // statistics.
-        Query::Prefix { .. } | Query::Range { .. } | Query::MatchAll | Query::MatchNone => {}
+        Query::Boolean { clauses, .. } => {
+            for c in clauses {
+                scored_terms(&c.query, out, expand)?;
+            }
+        }
+        Query::Boost { query, .. } => scored_terms(query, out, expand)?,
+        Query::DisMax { queries, .. } => {
+            for q in queries {
+                scored_terms(q, out, expand)?;
+            }
+        }
+        Query::Boosting { positive, .. } => scored_terms(positive, out, expand)?,
+        Query::Fuzzy {
+            field,
+            term,
+            max_edits,
+            prefix_length,
+            max_expansions,
+            transpositions,
+        } => {
+            let spec = super::multiterm::FuzzySpec {
+                term,
+                max_edits: *max_edits,
+                prefix_length: *prefix_length,
+                max_expansions: *max_expansions,
+                transpositions: *transpositions,
+            };
+            spec.check(field)?;
+            for t in expand(field, &spec)? {
+                out.push((field.clone(), t));
+            }
+        }
+        // Prefix, wildcard, regexp, range and constant-score queries score a constant;
+        // match-all and match-none use no statistics.
+        Query::Prefix { .. }
+        | Query::Wildcard { .. }
+        | Query::Regexp { .. }
+        | Query::ConstantScore { .. }
+        | Query::Range { .. }
+        | Query::MatchAll
+        | Query::MatchNone => {}
     }
+    Ok(())
 }
 
 impl Searcher {
@@ -129,9 +171,15 @@ impl Searcher {
             out.fields.insert(entry.name.clone(), s);
         }
         let mut terms = Vec::new();
-        scored_terms(query, &mut terms);
-        for (field, term) in terms {
+        scored_terms(query, &mut terms, &mut |field, spec| {
             let Some(f) = self.schema.field_id(field) else {
+                return Ok(Vec::new()); // searching reports the unknown field
+            };
+            let found = super::multiterm::fuzzy_expansions(&self.segments, f, spec)?;
+            Ok(found.into_iter().map(|e| e.term).collect())
+        })?;
+        for (field, term) in terms {
+            let Some(f) = self.schema.field_id(&field) else {
                 continue; // searching reports the unknown field
             };
             let mut df = 0u64;
@@ -141,9 +189,9 @@ impl Searcher {
                 }
             }
             out.terms
-                .entry(field.to_string())
+                .entry(field)
                 .or_default()
-                .insert(term.to_string(), TermStats { doc_freq: df });
+                .insert(term, TermStats { doc_freq: df });
         }
         Ok(out)
     }
@@ -225,7 +273,8 @@ mod tests {
             .parse("+oil \"crude prices\"^2 -title:gas pre* *:*")
             .unwrap();
         let mut t = Vec::new();
-        scored_terms(&q, &mut t);
+        scored_terms(&q, &mut t, &mut |_, _| Ok(vec!["x".into()])).unwrap();
+        let t: Vec<(&str, &str)> = t.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         assert_eq!(
             t,
             [
@@ -235,5 +284,12 @@ mod tests {
                 ("title", "gas")
             ]
         );
+        let mut t = Vec::new();
+        let fuzzy = Query::fuzzy("body", "oli", 1);
+        scored_terms(&fuzzy, &mut t, &mut |f, spec| {
+            Ok(vec![format!("{f}:{}~{}", spec.term, spec.max_edits)])
+        })
+        .unwrap();
+        assert_eq!(t, [("body".to_string(), "body:oli~1".to_string())]);
     }
 }

@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use quarry_store::Bytes;
 
+use super::automaton::{self as automaton, Nfa};
 use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::collector::Budget;
 use super::count::{self, CountTerm, DenseAnd};
+use super::multiterm::{self, FuzzySpec};
 use super::phrase::{PhraseScorer, PhraseTerms};
 use super::range::{self, RangeSpec};
 use super::scorer::*;
@@ -42,6 +44,28 @@ pub enum Weight {
         field: u32,
         prefix: String,
         score: f32,
+    },
+    /// Terms accepted by a wildcard or regexp automaton: constant `score`.
+    Automaton {
+        field: u32,
+        nfa: Arc<Nfa>,
+        score: f32,
+    },
+    /// The matches of `inner`, each scored `score`.
+    Const {
+        inner: Box<Weight>,
+        score: f32,
+    },
+    /// The best of `subs` plus `tie` times the others.
+    DisMax {
+        subs: Vec<Weight>,
+        tie: f32,
+    },
+    /// `positive`, its score times `factor` where `negative` matches too.
+    Boosting {
+        positive: Box<Weight>,
+        negative: Box<Weight>,
+        factor: f32,
     },
     /// A range on a field ([`super::range`]): constant `score`.
     Range {
@@ -107,6 +131,20 @@ impl Context<'_> {
         self.schema
             .field_id(name)
             .ok_or_else(|| Error::unknown_field(self.schema, name))
+    }
+
+    /// A text or keyword field for a multi-term query of kind `what` (their terms are what
+    /// patterns match; numbers and dates have none).
+    fn text_field(&self, name: &str, what: &str) -> Result<u32> {
+        let f = self.field(name)?;
+        match self.schema.field(f).field_type {
+            FieldType::Text | FieldType::Keyword => Ok(f),
+            other => Err(Error::Query(format!(
+                "{what} query on field {name:?}: only text and keyword fields can be searched \
+                 this way, and {name:?} is a {} field",
+                other.name()
+            ))),
+        }
     }
 
     /// The document frequency to score with: the supplied one when statistics were supplied
@@ -275,6 +313,77 @@ impl Weight {
                 score: boost,
             },
             Query::Boost { query, boost: b } => Weight::build(query, ctx, boost * b)?,
+            Query::Wildcard { field, pattern } => {
+                let f = ctx.text_field(field, "wildcard")?;
+                let nfa = automaton::wildcard(pattern).map_err(|e| {
+                    Error::Query(format!("wildcard {pattern:?} on field {field:?}: {e}"))
+                })?;
+                Weight::Automaton {
+                    field: f,
+                    nfa: Arc::new(nfa),
+                    score: boost,
+                }
+            }
+            Query::Regexp { field, pattern } => {
+                let f = ctx.text_field(field, "regexp")?;
+                let nfa = automaton::regexp::compile(pattern).map_err(|e| {
+                    Error::Query(format!("regexp /{pattern}/ on field {field:?}: {e}"))
+                })?;
+                Weight::Automaton {
+                    field: f,
+                    nfa: Arc::new(nfa),
+                    score: boost,
+                }
+            }
+            Query::Fuzzy {
+                field,
+                term,
+                max_edits,
+                prefix_length,
+                max_expansions,
+                transpositions,
+            } => {
+                let spec = FuzzySpec {
+                    term,
+                    max_edits: *max_edits,
+                    prefix_length: *prefix_length,
+                    max_expansions: *max_expansions,
+                    transpositions: *transpositions,
+                };
+                Weight::build_fuzzy(field, &spec, ctx, boost)?
+            }
+            Query::ConstantScore { query } => match Weight::build(query, ctx, 1.0)? {
+                Weight::Nothing => Weight::Nothing,
+                inner => Weight::Const {
+                    inner: Box::new(inner),
+                    score: boost,
+                },
+            },
+            Query::DisMax {
+                queries,
+                tie_breaker,
+            } => {
+                let subs: Vec<Weight> = queries
+                    .iter()
+                    .map(|q| Weight::build(q, ctx, boost))
+                    .collect::<Result<_>>()?;
+                Weight::DisMax {
+                    subs,
+                    tie: *tie_breaker,
+                }
+            }
+            Query::Boosting {
+                positive,
+                negative,
+                negative_boost,
+            } => match Weight::build(positive, ctx, boost)? {
+                Weight::Nothing => Weight::Nothing,
+                pos => Weight::Boosting {
+                    positive: Box::new(pos),
+                    negative: Box::new(Weight::build(negative, ctx, 1.0)?),
+                    factor: *negative_boost,
+                },
+            },
             Query::MatchAll => Weight::All { score: boost },
             Query::MatchNone => Weight::Nothing,
             Query::Range {
@@ -353,8 +462,19 @@ impl Weight {
     }
 
     /// A term's weight: its entry in each segment and its IDF over the whole index.
-    fn build_term(field: &str, term: &String, ctx: &Context, boost: f32) -> Result<Weight> {
-        let f = ctx.field(field)?;
+    fn build_term(field: &str, term: &str, ctx: &Context, boost: f32) -> Result<Weight> {
+        Weight::build_term_df(ctx.field(field)?, term, ctx, boost, None)
+    }
+
+    /// A term's weight scored with `blended_df` instead of its own document frequency when
+    /// given (the expansions of a fuzzy query, [`Weight::build_fuzzy`]).
+    fn build_term_df(
+        f: u32,
+        term: &str,
+        ctx: &Context,
+        boost: f32,
+        blended_df: Option<u64>,
+    ) -> Result<Weight> {
         let mut infos = Vec::with_capacity(ctx.segments.len());
         let mut df = 0u64;
         for seg in ctx.segments {
@@ -365,7 +485,10 @@ impl Weight {
         if df == 0 {
             return Ok(Weight::Nothing);
         }
-        let df = ctx.scoring_doc_freq(f, term, df)?;
+        let df = match blended_df {
+            Some(b) => b,
+            None => ctx.scoring_doc_freq(f, term, df)?,
+        };
         let stats = &ctx.stats[f as usize];
         let sim = SimScorer::with_cache(
             boost,
@@ -374,9 +497,43 @@ impl Weight {
         );
         Ok(Weight::Term {
             field: f,
-            term: term.clone(),
+            term: term.to_string(),
             sim: Arc::new(sim),
             infos,
+        })
+    }
+
+    /// A fuzzy query's weight (Lucene's `TopTermsBlendedFreqScoringRewrite`): a disjunction of
+    /// its expansions, each boosted by its similarity and scored with the largest document
+    /// frequency among them, so that a rare misspelling does not outscore the common word.
+    fn build_fuzzy(field: &str, spec: &FuzzySpec, ctx: &Context, boost: f32) -> Result<Weight> {
+        spec.check(field)?;
+        let f = ctx.text_field(field, "fuzzy")?;
+        let expansions = multiterm::fuzzy_expansions(ctx.segments, f, spec)?;
+        let mut df = 0u64;
+        for e in &expansions {
+            df = df.max(ctx.scoring_doc_freq(f, &e.term, e.doc_freq)?);
+        }
+        let mut should = Vec::with_capacity(expansions.len());
+        for e in &expansions {
+            should.push(Weight::build_term_df(
+                f,
+                &e.term,
+                ctx,
+                boost * e.boost,
+                Some(df),
+            )?);
+        }
+        Ok(match should.len() {
+            0 => Weight::Nothing,
+            1 => should.pop().expect("one"),
+            _ => Weight::Bool {
+                must: vec![],
+                filter: vec![],
+                should,
+                must_not: vec![],
+                min_should: 0,
+            },
         })
     }
 
@@ -799,6 +956,37 @@ impl Weight {
                     Some(Box::new(DocListScorer::new(docs, *score)))
                 }
             }
+            Weight::Automaton { field, nfa, score } => {
+                let docs = multiterm::automaton_docs(seg, *field, &automaton::Utf8(&**nfa))?;
+                if docs.is_empty() {
+                    None
+                } else {
+                    Some(Box::new(DocListScorer::new(docs, *score)))
+                }
+            }
+            Weight::Const { inner, score } => inner
+                .scorer(seg, ord)?
+                .map(|s| Box::new(ConstScorer::new(s, *score)) as Box<dyn Scorer>),
+            Weight::DisMax { subs, tie } => {
+                let subs: Vec<Box<dyn Scorer>> =
+                    scorers(seg, ord, subs)?.into_iter().flatten().collect();
+                if subs.is_empty() {
+                    None
+                } else {
+                    Some(Box::new(DisjunctionScorer::dis_max(subs, *tie)))
+                }
+            }
+            Weight::Boosting {
+                positive,
+                negative,
+                factor,
+            } => match positive.scorer(seg, ord)? {
+                None => None,
+                Some(pos) => match negative.scorer(seg, ord)? {
+                    None => Some(pos),
+                    Some(neg) => Some(Box::new(BoostingScorer::new(pos, neg, *factor))),
+                },
+            },
             Weight::Range { field, spec, score } => {
                 let docs = range::range_docs(seg, *field, spec)?;
                 if docs.is_empty() {

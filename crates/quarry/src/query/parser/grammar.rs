@@ -42,8 +42,8 @@ pub(super) struct Parser<'a> {
 }
 
 pub(super) const EXPECT_CLAUSE: &str = "a term, a phrase or '('";
-pub(super) const SUPPORTED: &str = "terms, \"phrases\", prefix* terms, [a TO b] and field:>x \
-     ranges, field:, AND/OR/NOT, +/-, (...), ^boost and *:*";
+pub(super) const SUPPORTED: &str = "terms, \"phrases\", prefix* terms, wild?cards, /regexps/, \
+     fuzzy~ terms, [a TO b] and field:>x ranges, field:, AND/OR/NOT, +/-, (...), ^boost and *:*";
 
 impl<'a> Parser<'a> {
     pub(super) fn tok(&self, k: usize) -> Token {

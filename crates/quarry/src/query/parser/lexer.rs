@@ -250,12 +250,7 @@ fn lex_default(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
             push(tokens, Kind::FuzzySlop, start, end);
             Step::Next(end)
         }
-        '/' => {
-            // Regular expressions are unsupported; the parser reports this token.
-            push(tokens, Kind::Regexp, start, i + 1);
-            push(tokens, Kind::Eof, input.len(), input.len());
-            Step::End(None)
-        }
+        '/' => lex_regexp(input, start, tokens),
         '[' | '{' => {
             push(tokens, Kind::RangeStart, start, i + 1);
             Step::Next(i + 1)
@@ -399,6 +394,32 @@ fn lex_quoted(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
         }
     }
     push(tokens, Kind::Quoted, start, j);
+    Step::Next(j)
+}
+
+/// REGEXPTERM: `/`, then characters other than `/` or the pair `\\/`, then `/`.
+fn lex_regexp(input: &str, start: usize, tokens: &mut Vec<Token>) -> Step {
+    let mut j = start + 1;
+    loop {
+        match char_at(input, j) {
+            None => {
+                push(tokens, Kind::Error, start, start);
+                return Step::End(Some((
+                    ParseErrorKind::Syntax,
+                    start,
+                    "a closing '/' for the regular expression starting here".to_string(),
+                    "end of input".to_string(),
+                )));
+            }
+            Some('/') => {
+                j += 1;
+                break;
+            }
+            Some('\\') if char_at(input, j + 1) == Some('/') => j += 2,
+            Some(other) => j += other.len_utf8(),
+        }
+    }
+    push(tokens, Kind::Regexp, start, j);
     Step::Next(j)
 }
 

@@ -9,8 +9,11 @@
 //! as in `price:{* TO 10]`, quoted bounds `["a b" TO c]`, boosts `[1 TO 2]^2`), Elasticsearch
 //! `query_string`'s one-sided ranges (`year:>1990`, `year:>=1990`, `price:<10`,
 //! `price:<=10`), boosts (`oil^2`, `(a b)^0.5`, `"a b"^3`), backslash escapes (`\:` and
-//! `\u0041`) and `*:*`. Fuzzy terms (`oil~`), other wildcards (`o?l`, `*oil`, `o*l`) and
-//! regular expressions (`/o.l/`) are refused with a [`ParseErrorKind::Unsupported`] error.
+//! `\u0041`), `*:*`, wildcards (`o?l`, `o*l`: `WildcardQuery`, the text between wildcards
+//! normalized), regular expressions (`/o.l/`: `RegexpQuery`, normalized whole) and fuzzy terms
+//! (`oil~1`, `oil~` = 2 edits, `oil~0.7` Lucene's old similarity: `FuzzyQuery`, normalized). A
+//! leading wildcard (`*oil`, `?il`) is refused with a [`ParseErrorKind::Unsupported`] error, as
+//! Lucene refuses it unless `allowLeadingWildcard` is set.
 //!
 //! # Semantics (all as in Lucene 10's classic `QueryParser`)
 //! * Clauses are combined by `QueryParserBase.addClause`: `a AND b` gives `+a +b`; `AND`

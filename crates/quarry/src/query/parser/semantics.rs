@@ -7,7 +7,7 @@ use super::escapes::{java_parse_float, unescape_str};
 use super::grammar::{Conj, Mods, PResult, Parser, SUPPORTED};
 use super::lexer::{Kind, Token};
 use super::Operator;
-use crate::query::ast::{Clause, Occur, Query};
+use crate::query::ast::{Clause, Occur, Query, FUZZY_MAX_EDITS};
 
 impl<'a> Parser<'a> {
     /// `handleBareTokenQuery`.
@@ -30,22 +30,76 @@ impl<'a> Parser<'a> {
                 let prefix = unescape_str(self.input, &image[..image.len() - 1], t.start)?;
                 self.prefix_query(field, &prefix, t)
             }
-            Kind::Regexp => Err(self.err(
-                ParseErrorKind::Unsupported,
-                t.start,
-                SUPPORTED,
-                "a regular expression query ('/.../')",
-            )),
-            _ => {
-                if let Some(f) = fuzzy {
-                    return Err(self.err(
-                        ParseErrorKind::Unsupported,
-                        f.start,
-                        SUPPORTED,
-                        format!("a fuzzy query ('{}{}')", image, self.image(f)),
-                    ));
-                }
-                self.field_query(field, &text, t.start)
+            Kind::Regexp => {
+                let pattern = image.strip_prefix('/').unwrap_or(image);
+                let pattern = pattern.strip_suffix('/').unwrap_or(pattern);
+                self.per_field(field, t.start, |p, f| Query::Regexp {
+                    field: f.to_string(),
+                    pattern: p.cfg.analysis.normalize(f, pattern),
+                })
+            }
+            _ => match fuzzy {
+                Some(f) => self.fuzzy_query(field, &text, f),
+                None => self.field_query(field, &text, t.start),
+            },
+        }
+    }
+
+    /// `handleBareFuzzy` and `getFuzzyQuery`: `~` alone is 2 edits, `~N` N edits (at most 2),
+    /// `~0.x` Lucene's old minimum similarity (`FuzzyQuery.floatToEdits`); the term is
+    /// normalized, not tokenized.
+    fn fuzzy_query(&self, field: Option<&str>, text: &str, slop: Token) -> PResult<Option<Query>> {
+        let image = self.image(slop);
+        let sim = java_parse_float(&image[1..]).unwrap_or(2.0);
+        if sim < 0.0 {
+            return Err(self.err(
+                ParseErrorKind::InvalidValue,
+                slop.start,
+                "a minimum similarity between 0.0 and 1.0, or 0, 1 or 2 edits",
+                format!("'{image}'"),
+            ));
+        }
+        if sim >= 1.0 && sim != (sim as i32) as f32 {
+            return Err(self.err(
+                ParseErrorKind::InvalidValue,
+                slop.start,
+                "a whole number of edits (fractional edit distances are not allowed)",
+                format!("'{image}'"),
+            ));
+        }
+        self.per_field(field, slop.start, |p, f| {
+            let term = p.cfg.analysis.normalize(f, text);
+            let len = term.chars().count();
+            let max_edits = if sim >= 1.0 {
+                (sim as u32).min(FUZZY_MAX_EDITS)
+            } else if sim == 0.0 {
+                0
+            } else {
+                (((1.0 - f64::from(sim)) * len as f64) as u32).min(FUZZY_MAX_EDITS)
+            };
+            Query::fuzzy(f, term, max_edits)
+        })
+    }
+
+    /// One query per field: in `field`, in the single default field, or (`MultiFieldQueryParser`)
+    /// a SHOULD clause per default field, each with its field boost.
+    fn per_field(
+        &self,
+        field: Option<&str>,
+        at: usize,
+        make: impl Fn(&Self, &str) -> Query,
+    ) -> PResult<Option<Query>> {
+        match field {
+            Some(f) => Ok(Some(self.field_boosted(make(self, f), f))),
+            None if !self.cfg.multi_field() => Ok(Some(make(self, self.single_default_field(at)?))),
+            None => {
+                let clauses = self
+                    .cfg
+                    .default_fields
+                    .iter()
+                    .map(|f| self.field_boosted(make(self, f), f))
+                    .collect();
+                self.multi_field_query(clauses, at)
             }
         }
     }
@@ -243,7 +297,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `getWildcardQuery`: only `*:*` is supported.
+    /// `getWildcardQuery`: `*:*` is every document; a pattern may not start with `*` or `?`
+    /// (Lucene's `allowLeadingWildcard` is off by default); the text between wildcards and
+    /// escapes is normalized (`analyzeWildcard`), the rest kept as written.
     pub(super) fn wildcard_query(
         &self,
         field: Option<&str>,
@@ -259,12 +315,51 @@ impl<'a> Parser<'a> {
         if image == "*" && field_is_star {
             return Ok(Some(self.field_boosted(Query::MatchAll, "*")));
         }
-        let found = if image == "*" {
-            "a lone '*' wildcard (use '*:*' to match all documents)".to_string()
-        } else {
-            format!("the wildcard term '{image}' (only a single trailing '*' is supported)")
+        if image.starts_with('*') || image.starts_with('?') {
+            let found = if image == "*" {
+                "a lone '*' wildcard (use '*:*' to match all documents)".to_string()
+            } else {
+                format!("the wildcard term '{image}' ('*' or '?' is not allowed first)")
+            };
+            return Err(self.err(ParseErrorKind::Unsupported, t.start, SUPPORTED, found));
+        }
+        self.per_field(field, t.start, |p, f| Query::Wildcard {
+            field: f.to_string(),
+            pattern: p.analyze_wildcard(f, image),
+        })
+    }
+
+    /// Lucene's `analyzeWildcard`: runs of `*`/`?` and escape pairs (`\x`) kept, the text
+    /// between them normalized.
+    fn analyze_wildcard(&self, field: &str, image: &str) -> String {
+        let mut out = String::with_capacity(image.len());
+        let mut chunk = String::new();
+        let mut chars = image.chars();
+        let flush = |chunk: &mut String, out: &mut String| {
+            if !chunk.is_empty() {
+                out.push_str(&self.cfg.analysis.normalize(field, chunk));
+                chunk.clear();
+            }
         };
-        Err(self.err(ParseErrorKind::Unsupported, t.start, SUPPORTED, found))
+        while let Some(c) = chars.next() {
+            match c {
+                '*' | '?' => {
+                    flush(&mut chunk, &mut out);
+                    out.push(c);
+                }
+                '\\' => match chars.next() {
+                    Some(n) => {
+                        flush(&mut chunk, &mut out);
+                        out.push('\\');
+                        out.push(n);
+                    }
+                    None => chunk.push(c),
+                },
+                c => chunk.push(c),
+            }
+        }
+        flush(&mut chunk, &mut out);
+        out
     }
 
     /// `getPrefixQuery`: the prefix is normalized, not tokenized.

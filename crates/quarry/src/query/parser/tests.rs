@@ -416,19 +416,7 @@ fn error_messages() {
 
 #[test]
 fn unsupported_syntax() {
-    for (q, col) in [
-        ("oil~", 4),
-        ("oil~2", 4),
-        ("oil^2~1", 6),
-        ("o?l", 1),
-        ("o*l", 1),
-        ("x *oil", 3),
-        ("oil**", 1),
-        ("*", 1),
-        ("body:*", 6),
-        ("/o.l/", 1),
-        ("a /o.l", 3),
-    ] {
+    for (q, col) in [("x *oil", 3), ("*", 1), ("body:*", 6), ("?il", 1)] {
         let e = err(q);
         assert_eq!(
             (e.kind, e.column),
@@ -438,9 +426,52 @@ fn unsupported_syntax() {
         assert!(e.to_string().contains("not supported yet"), "{e}");
     }
     assert_eq!(
-        err("o?l").to_string(),
-        format!("unsupported query syntax at column 1: the wildcard term 'o?l' (only a single trailing '*' is supported) is not supported yet (supported here: {SUPPORTED})")
+        err("?il").to_string(),
+        format!("unsupported query syntax at column 1: the wildcard term '?il' ('*' or '?' is not allowed first) is not supported yet (supported here: {SUPPORTED})")
     );
+}
+
+#[test]
+fn multi_term_queries_render_like_lucene() {
+    // Renderings of Lucene 10's classic QueryParser with the StandardAnalyzer.
+    for (q, want) in [
+        ("te?t", "body:te?t"),
+        ("t*st", "body:t*st"),
+        ("TE?t", "body:te?t"),
+        ("oil**", "body:oil**"),
+        ("o\\*L?", "body:o\\*l?"),
+        ("/joh?n(ath[oa]n)/", "body:/joh?n(ath[oa]n)/"),
+        ("/Joh?N/", "body:/joh?n/"),
+        ("title:/a.c/", "title:/a.c/"),
+        ("roam~1", "body:roam~1"),
+        ("roam~", "body:roam~2"),
+        ("Roam~0", "body:roam~0"),
+        ("roam~5", "body:roam~2"),
+        ("roam~0.5", "body:roam~2"),
+        ("roam~0.8", "body:roam~0"),
+        ("roam~0.7", "body:roam~1"),
+        ("oil^2~1", "(body:oil~1)^2.0"),
+        ("oil~1^2", "(body:oil~1)^2.0"),
+        ("foo*~2", "body:foo*"),
+        ("+te?t -roam~1", "+body:te?t -body:roam~1"),
+    ] {
+        assert_eq!(p(q), want, "{q}");
+    }
+    let mf = multi();
+    assert_eq!(
+        mf.parse("te?t").unwrap().to_string(),
+        "title:te?t body:te?t"
+    );
+    assert_eq!(
+        mf.parse("roam~1").unwrap().to_string(),
+        "title:roam~1 body:roam~1"
+    );
+    let e = err("a /o.l");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::Syntax, 3));
+    assert_eq!(p("/a\\/b/"), "body:/a\\/b/");
+    assert_eq!(p("/a/b"), "body:/a/ body:b");
+    let e = err("roam~1.5");
+    assert_eq!((e.kind, e.column), (ParseErrorKind::InvalidValue, 5));
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! Which terms and documents a multi-term query (wildcard, regexp, fuzzy) selects: the term
+//! dictionary intersected with the query's automaton ([`super::automaton`]), and fuzzy's choice
+//! of the `max_expansions` most similar terms (Lucene's `TopTermsBlendedFreqScoringRewrite`).
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use fst::{IntoStreamer, Streamer};
+
+use super::automaton::{osa_distance, Levenshtein, Utf8};
+use super::range::DocUnion;
+use crate::index::SegmentReader;
+use crate::query::ast::FUZZY_MAX_EDITS;
+use crate::{Error, Result};
+
+/// All documents of `seg` holding a term of `field` the automaton accepts, sorted.
+pub(crate) fn automaton_docs<A: fst::Automaton>(
+    seg: &SegmentReader,
+    field: u32,
+    aut: &A,
+) -> Result<Vec<u32>> {
+    let Some(dict) = seg.terms(field)? else {
+        return Ok(Vec::new());
+    };
+    let mut docs = DocUnion::new(seg);
+    let mut stream = dict.map().search(aut).into_stream();
+    while let Some((_, offset)) = stream.next() {
+        docs.add_term(field, offset)?;
+    }
+    Ok(docs.finish())
+}
+
+/// A fuzzy query's parameters.
+#[derive(Debug, Clone)]
+pub struct FuzzySpec<'a> {
+    pub term: &'a str,
+    pub max_edits: u32,
+    pub prefix_length: u32,
+    pub max_expansions: u32,
+    pub transpositions: bool,
+}
+
+/// One term a fuzzy query expanded to: its similarity boost (Lucene's
+/// `1 - edits / min(len(term), len(query term))`, 1 for the term itself, floored at 0) and its
+/// document frequency summed over the segments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expansion {
+    pub term: String,
+    pub boost: f32,
+    pub doc_freq: u64,
+}
+
+impl FuzzySpec<'_> {
+    /// Lucene's argument checks (`FuzzyQuery`'s constructor).
+    pub fn check(&self, field: &str) -> Result<()> {
+        if self.max_edits > FUZZY_MAX_EDITS {
+            return Err(Error::Query(format!(
+                "fuzzy query on field {field:?}: max edits must be between 0 and {FUZZY_MAX_EDITS}, got {}",
+                self.max_edits
+            )));
+        }
+        if self.max_expansions == 0 {
+            return Err(Error::Query(format!(
+                "fuzzy query on field {field:?}: max_expansions must be positive"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The terms `spec` expands to over `segments`: the `max_expansions` with the highest boost
+/// (ties to the smaller term), in term order.
+pub fn fuzzy_expansions(
+    segments: &[Arc<SegmentReader>],
+    field: u32,
+    spec: &FuzzySpec,
+) -> Result<Vec<Expansion>> {
+    let query: Vec<char> = spec.term.chars().collect();
+    // Lucene's `FuzzyQuery.getTermsEnum`: no edits, or a prefix as long as the term (in UTF-16
+    // units), is the term alone.
+    let exact_only =
+        spec.max_edits == 0 || spec.prefix_length as usize >= spec.term.encode_utf16().count();
+    let lev = Levenshtein::new(
+        spec.term,
+        spec.max_edits,
+        spec.prefix_length,
+        spec.transpositions,
+    );
+    let aut = Utf8(lev);
+    let prefix = (spec.prefix_length as usize).min(query.len());
+    let mut found: BTreeMap<String, (f32, u64)> = BTreeMap::new();
+    for seg in segments {
+        let Some(dict) = seg.terms(field)? else {
+            continue;
+        };
+        let mut add = |key: &[u8], offset: u64| -> Result<()> {
+            let Ok(term) = std::str::from_utf8(key) else {
+                return Ok(());
+            };
+            let (info, _) = seg.term_info_at(field, offset)?;
+            let entry = found
+                .entry(term.to_string())
+                .or_insert_with(|| (similarity(&query, prefix, term, spec.transpositions), 0));
+            entry.1 += u64::from(info.doc_freq);
+            Ok(())
+        };
+        if exact_only {
+            if let Some(offset) = dict.get(spec.term.as_bytes()) {
+                add(spec.term.as_bytes(), offset)?;
+            }
+            continue;
+        }
+        let mut stream = dict.map().search(&aut).into_stream();
+        while let Some((key, offset)) = stream.next() {
+            add(key, offset)?;
+        }
+    }
+    let mut all: Vec<Expansion> = found
+        .into_iter()
+        .map(|(term, (boost, doc_freq))| Expansion {
+            term,
+            boost,
+            doc_freq,
+        })
+        .collect();
+    // Best boost first, ties to the smaller term (Lucene's `ScoreTerm.compareTo`); the kept
+    // terms go back to term order, as `TopTermsRewrite` adds them.
+    all.sort_by(|a, b| {
+        b.boost
+            .total_cmp(&a.boost)
+            .then_with(|| a.term.cmp(&b.term))
+    });
+    all.truncate(spec.max_expansions as usize);
+    all.sort_by(|a, b| a.term.cmp(&b.term));
+    for e in &mut all {
+        e.boost = e.boost.max(0.0);
+    }
+    Ok(all)
+}
+
+/// Lucene's `FuzzyTermsEnum` boost of a candidate: 1 for the term itself, else
+/// `1 - edits / min(code points of the candidate, of the query term)` in f32.
+fn similarity(query: &[char], prefix: usize, cand: &str, transpositions: bool) -> f32 {
+    let c: Vec<char> = cand.chars().collect();
+    let p = prefix.min(c.len());
+    let ed = osa_distance(&query[prefix..], &c[p..], transpositions);
+    if ed == 0 {
+        return 1.0;
+    }
+    let min_len = c.len().min(query.len());
+    1.0 - ed as f32 / min_len as f32
+}
+
+/// Elasticsearch's `fuzziness` for a term: `AUTO` (0 edits up to 2 characters, 1 up to 5, 2
+/// beyond), `AUTO:low,high`, or a number of edits.
+pub fn fuzziness_edits(fuzziness: &str, term: &str) -> std::result::Result<u32, String> {
+    let len = term.chars().count();
+    let auto = |low: usize, high: usize| {
+        if len < low {
+            0
+        } else if len < high {
+            1
+        } else {
+            2
+        }
+    };
+    if fuzziness.eq_ignore_ascii_case("auto") {
+        return Ok(auto(3, 6));
+    }
+    if let Some(rest) = fuzziness
+        .strip_prefix("AUTO:")
+        .or_else(|| fuzziness.strip_prefix("auto:"))
+    {
+        let (low, high) = rest
+            .split_once(',')
+            .and_then(|(l, h)| Some((l.trim().parse().ok()?, h.trim().parse().ok()?)))
+            .filter(|(l, h): &(usize, usize)| l <= h)
+            .ok_or_else(|| format!("invalid fuzziness {fuzziness:?}: expected AUTO:low,high"))?;
+        return Ok(auto(low, high));
+    }
+    match fuzziness.parse::<f32>() {
+        Ok(v) if v >= 0.0 && v.fract() == 0.0 && v <= FUZZY_MAX_EDITS as f32 => Ok(v as u32),
+        _ => Err(format!(
+            "invalid fuzziness {fuzziness:?}: expected 0, 1, 2, AUTO or AUTO:low,high"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lucene_similarity() {
+        let q: Vec<char> = "roam".chars().collect();
+        assert_eq!(similarity(&q, 0, "roam", true), 1.0);
+        assert_eq!(similarity(&q, 0, "foam", true), 0.75);
+        assert_eq!(similarity(&q, 0, "rom", true), 1.0 - 1.0 / 3.0);
+        assert_eq!(similarity(&q, 0, "raom", true), 0.75);
+        assert_eq!(similarity(&q, 0, "raom", false), 0.5);
+    }
+
+    #[test]
+    fn auto_fuzziness() {
+        assert_eq!(fuzziness_edits("AUTO", "ab"), Ok(0));
+        assert_eq!(fuzziness_edits("AUTO", "abc"), Ok(1));
+        assert_eq!(fuzziness_edits("auto", "abcde"), Ok(1));
+        assert_eq!(fuzziness_edits("AUTO", "abcdef"), Ok(2));
+        assert_eq!(fuzziness_edits("AUTO:2,4", "ab"), Ok(1));
+        assert_eq!(fuzziness_edits("1", "ab"), Ok(1));
+        assert_eq!(fuzziness_edits("2.0", "ab"), Ok(2));
+        assert!(fuzziness_edits("3", "ab").is_err());
+        assert!(fuzziness_edits("AUTO:x", "ab").is_err());
+        assert!(fuzziness_edits("0.5", "ab").is_err());
+    }
+}
