@@ -10,6 +10,10 @@
 //! * `("range", field, lower, upper, include_lower, include_upper)` with `None` for an open end,
 //! * `("bool", [(occur, node), ...], minimum_should_match)` with occur `"must"`, `"should"`,
 //!   `"must_not"` or `"filter"`,
+//! * `("wildcard", field, pattern)`, `("regexp", field, pattern)`,
+//! * `("fuzzy", field, term, max_edits, prefix_length, max_expansions, transpositions)`,
+//! * `("const", node)`, `("dis_max", [node, ...], tie_breaker)`,
+//!   `("boosting", positive, negative, negative_boost)`,
 //! * `("boost", node, boost)`, `("all",)`, `("none",)`.
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -119,10 +123,62 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
         Query::Boost { query, boost } => {
             ("boost", to_state(py, query)?, f64::from(*boost)).into_bound_py_any(py)?
         }
+        Query::Wildcard { field, pattern } => ("wildcard", field, pattern).into_bound_py_any(py)?,
+        Query::Regexp { field, pattern } => ("regexp", field, pattern).into_bound_py_any(py)?,
+        Query::Fuzzy {
+            field,
+            term,
+            max_edits,
+            prefix_length,
+            max_expansions,
+            transpositions,
+        } => (
+            "fuzzy",
+            field,
+            term,
+            *max_edits,
+            *prefix_length,
+            *max_expansions,
+            *transpositions,
+        )
+            .into_bound_py_any(py)?,
+        Query::ConstantScore { query } => ("const", to_state(py, query)?).into_bound_py_any(py)?,
+        Query::DisMax {
+            queries,
+            tie_breaker,
+        } => {
+            let list = PyList::empty(py);
+            for q in queries {
+                list.append(to_state(py, q)?)?;
+            }
+            ("dis_max", list, f64::from(*tie_breaker)).into_bound_py_any(py)?
+        }
+        Query::Boosting {
+            positive,
+            negative,
+            negative_boost,
+        } => (
+            "boosting",
+            to_state(py, positive)?,
+            to_state(py, negative)?,
+            f64::from(*negative_boost),
+        )
+            .into_bound_py_any(py)?,
         Query::MatchAll => ("all",).into_bound_py_any(py)?,
         Query::MatchNone => ("none",).into_bound_py_any(py)?,
     };
     Ok(t)
+}
+
+/// A finite, non-negative float32 read from a state's float.
+fn state_f32(v: f64, at: &str) -> Result<f32, String> {
+    let f = v as f32;
+    if !f.is_finite() || f < 0.0 || f64::from(f) != v {
+        return Err(format!(
+            "bad query state at {at}: {v} is not a finite, non-negative float32"
+        ));
+    }
+    Ok(f)
 }
 
 /// The query of `state`; `at` names the node (for the error message).
@@ -256,6 +312,70 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
                     depth + 1,
                 )?),
                 boost: b,
+            }
+        }
+        "wildcard" | "regexp" => {
+            arity(3)?;
+            let field = ex(get(1, "field")?, at, "field")?;
+            let pattern = ex(get(2, "pattern")?, at, "pattern")?;
+            if tag == "wildcard" {
+                Query::Wildcard { field, pattern }
+            } else {
+                Query::Regexp { field, pattern }
+            }
+        }
+        "fuzzy" => {
+            arity(7)?;
+            Query::Fuzzy {
+                field: ex(get(1, "field")?, at, "field")?,
+                term: ex(get(2, "term")?, at, "term")?,
+                max_edits: ex(get(3, "max_edits")?, at, "max_edits")?,
+                prefix_length: ex(get(4, "prefix_length")?, at, "prefix_length")?,
+                max_expansions: ex(get(5, "max_expansions")?, at, "max_expansions")?,
+                transpositions: ex(get(6, "transpositions")?, at, "transpositions")?,
+            }
+        }
+        "const" => {
+            arity(2)?;
+            Query::ConstantScore {
+                query: Box::new(from_state(
+                    get(1, "query")?,
+                    &format!("{at}[1]"),
+                    depth + 1,
+                )?),
+            }
+        }
+        "dis_max" => {
+            arity(3)?;
+            let list = get(1, "queries")?
+                .cast::<PyList>()
+                .map_err(|_| format!("bad query state at {at}: queries must be a list"))?;
+            let mut queries = Vec::with_capacity(list.len());
+            for (i, q) in list.iter().enumerate() {
+                queries.push(from_state(&q, &format!("{at}[1][{i}]"), depth + 1)?);
+            }
+            Query::DisMax {
+                queries,
+                tie_breaker: state_f32(ex(get(2, "tie_breaker")?, at, "tie_breaker")?, at)?,
+            }
+        }
+        "boosting" => {
+            arity(4)?;
+            Query::Boosting {
+                positive: Box::new(from_state(
+                    get(1, "positive")?,
+                    &format!("{at}[1]"),
+                    depth + 1,
+                )?),
+                negative: Box::new(from_state(
+                    get(2, "negative")?,
+                    &format!("{at}[2]"),
+                    depth + 1,
+                )?),
+                negative_boost: state_f32(
+                    ex(get(3, "negative_boost")?, at, "negative_boost")?,
+                    at,
+                )?,
             }
         }
         "all" => {

@@ -235,11 +235,18 @@ fn unknown_field(q: &Query, schema: &quarry::Schema) -> Option<String> {
         Query::Term { field, .. }
         | Query::Phrase { field, .. }
         | Query::Prefix { field, .. }
+        | Query::Wildcard { field, .. }
+        | Query::Regexp { field, .. }
+        | Query::Fuzzy { field, .. }
         | Query::Range { field, .. } => (!known(field)).then(|| field.clone()),
         Query::Boolean { clauses, .. } => {
             clauses.iter().find_map(|c| unknown_field(&c.query, schema))
         }
-        Query::Boost { query, .. } => unknown_field(query, schema),
+        Query::Boost { query, .. } | Query::ConstantScore { query } => unknown_field(query, schema),
+        Query::DisMax { queries, .. } => queries.iter().find_map(|q| unknown_field(q, schema)),
+        Query::Boosting {
+            positive, negative, ..
+        } => unknown_field(positive, schema).or_else(|| unknown_field(negative, schema)),
         _ => None,
     }
 }

@@ -1,11 +1,15 @@
 //! What does an Elasticsearch query DSL object mean in quarry's `Query` AST?
 //!
-//! Supported: `match_all`, `match_none`, `match` (operator, minimum_should_match), `match_phrase`
-//! (slop), `multi_match` (types `most_fields`, and `best_fields`/`phrase` on one field or with
-//! `tie_breaker: 1`), `term`, `terms`, `ids`, `exists`, `prefix`, `bool` (must, should,
-//! must_not, filter, minimum_should_match) and `query_string` (Lucene syntax through the
-//! library's parser), `range` (gt/gte/lt/lte, format, time_zone, date math). Every query takes
-//! `boost`. Anything else is a 400 naming it.
+//! Supported: `match_all`, `match_none`, `match` (operator, minimum_should_match, fuzziness,
+//! prefix_length, max_expansions, fuzzy_transpositions), `match_phrase` (slop), `multi_match`
+//! (types `best_fields` — a dis_max with `tie_breaker` —, `most_fields`, `phrase`), `term`,
+//! `terms` and `ids` (constant score 1, as Elasticsearch), `exists`, `prefix`, `wildcard`,
+//! `regexp`, `fuzzy` (fuzziness incl. AUTO, prefix_length, max_expansions, transpositions),
+//! `constant_score`, `dis_max`, `boosting`, `bool` (must, should, must_not, filter,
+//! minimum_should_match) and `query_string` (Lucene syntax through the library's parser),
+//! `range` (gt/gte/lt/lte, format, time_zone, date math). Every query takes `boost`. Anything
+//! else is a 400 naming it.
+use quarry::query::ast::FUZZY_MAX_EXPANSIONS;
 use quarry::query::{Clause, Occur, Operator, Query};
 use quarry::{FieldType, Schema, Searcher};
 use serde_json::{Map, Value};
@@ -150,6 +154,12 @@ impl Translator<'_> {
             "bool" => self.bool_query(body, depth),
             "query_string" => self.query_string(body),
             "range" => self.range(body),
+            "wildcard" => self.wildcard(body),
+            "regexp" => self.regexp(body),
+            "fuzzy" => self.fuzzy(body),
+            "constant_score" => self.constant_score(body, depth),
+            "dis_max" => self.dis_max(body, depth),
+            "boosting" => self.boosting(body, depth),
             other => Err(parsing(format!("unknown query [{other}]"))),
         }
     }
@@ -221,7 +231,15 @@ impl Translator<'_> {
         let opts: &[&str] = if phrase {
             &["slop", "analyzer"]
         } else {
-            &["operator", "minimum_should_match", "analyzer"]
+            &[
+                "operator",
+                "minimum_should_match",
+                "analyzer",
+                "fuzziness",
+                "prefix_length",
+                "max_expansions",
+                "fuzzy_transpositions",
+            ]
         };
         let (field, m) = self.field_form(body, kind, "query", opts)?;
         let text = scalar(&m["query"], kind)?;
@@ -254,7 +272,25 @@ impl Translator<'_> {
                     }
                 },
             };
-            self.terms_of(field, &text, and, m.get("minimum_should_match"))?
+            let fuzzy = match m.get("fuzziness") {
+                None => None,
+                Some(f) => Some(FuzzyOptions {
+                    fuzziness: scalar(f, "match.fuzziness")?,
+                    prefix_length: uint_option(&m, "prefix_length", "match", 0)?,
+                    max_expansions: uint_option(
+                        &m,
+                        "max_expansions",
+                        "match",
+                        FUZZY_MAX_EXPANSIONS,
+                    )?,
+                    transpositions: bool_option(&m, "fuzzy_transpositions", "match", true)?,
+                }),
+            };
+            let q = self.terms_of(field, &text, and, m.get("minimum_should_match"))?;
+            match fuzzy {
+                Some(opts) => fuzzify(q, &opts)?,
+                None => q,
+            }
         };
         Ok(boosted(q, boost))
     }
@@ -328,6 +364,10 @@ impl Translator<'_> {
                 "minimum_should_match",
                 "tie_breaker",
                 "slop",
+                "fuzziness",
+                "prefix_length",
+                "max_expansions",
+                "fuzzy_transpositions",
                 "boost",
                 "_name",
             ],
@@ -344,15 +384,11 @@ impl Translator<'_> {
             .map(|t| scalar(t, "type"))
             .transpose()?
             .unwrap_or_else(|| "best_fields".into());
-        let tie = m.get("tie_breaker").and_then(Value::as_f64).unwrap_or(0.0);
-        let phrase = match ty.as_str() {
-            "most_fields" => false,
-            "best_fields" | "phrase" if fields.len() == 1 || tie == 1.0 => ty == "phrase",
-            "best_fields" | "phrase" => {
-                return Err(ApiError::unsupported(format!(
-                    "[multi_match] type [{ty}] over several fields (it needs a dis_max query, which the engine lacks); use type most_fields or tie_breaker 1"
-                )))
-            }
+        let tie = tie_breaker(m, "multi_match")?;
+        let (phrase, dis_max) = match ty.as_str() {
+            "most_fields" => (false, false),
+            "best_fields" => (false, true),
+            "phrase" => (true, true),
             other => {
                 return Err(ApiError::unsupported(format!(
                     "[multi_match] type [{other}]"
@@ -363,7 +399,15 @@ impl Translator<'_> {
         for (field, fb) in &fields {
             let mut q = Map::new();
             q.insert("query".into(), Value::String(text.clone()));
-            for k in ["operator", "minimum_should_match", "slop"] {
+            for k in [
+                "operator",
+                "minimum_should_match",
+                "slop",
+                "fuzziness",
+                "prefix_length",
+                "max_expansions",
+                "fuzzy_transpositions",
+            ] {
                 if let Some(v) = m.get(k) {
                     if phrase == (k == "slop") {
                         q.insert(k.into(), v.clone());
@@ -377,6 +421,13 @@ impl Translator<'_> {
         }
         let q = if clauses.len() == 1 {
             clauses.pop().expect("one clause").query
+        } else if dis_max {
+            // Elasticsearch's best_fields: the best field's score plus tie_breaker times the
+            // others'.
+            Query::DisMax {
+                queries: clauses.into_iter().map(|c| c.query).collect(),
+                tie_breaker: tie,
+            }
         } else {
             Query::boolean(clauses)
         };
@@ -476,9 +527,12 @@ impl Translator<'_> {
             .iter()
             .map(|v| Ok(Clause::new(Occur::Should, self.exact_term(field, v, what)?)))
             .collect::<Result<Vec<_>, ApiError>>()?;
+        // Elasticsearch scores `terms` and `ids` as a constant 1 (times the boost).
         Ok(match clauses.len() {
             0 => Query::MatchNone,
-            _ => Query::boolean(clauses),
+            _ => Query::ConstantScore {
+                query: Box::new(Query::boolean(clauses)),
+            },
         })
     }
 
@@ -614,6 +668,181 @@ impl Translator<'_> {
         Ok(boosted(q, boost_of(&m, "prefix")?))
     }
 
+    /// `{"field": {"value": "pat*"}}`: Lucene's `WildcardQuery`, constant score. The pattern
+    /// is matched against the terms as indexed (not analyzed).
+    fn wildcard(&self, body: &Value) -> Result<Query, ApiError> {
+        let body = alias_main(body, "wildcard", "wildcard", "value");
+        let (field, m) =
+            self.field_form(&body, "wildcard", "value", &["rewrite", "case_insensitive"])?;
+        no_case_insensitive(&m, "wildcard")?;
+        constant_rewrite(&m, "wildcard")?;
+        let pattern = scalar(&m["value"], "wildcard")?;
+        quarry::search::automaton::wildcard(&pattern)
+            .map_err(|e| parsing(format!("[wildcard] value [{pattern}]: {e}")))?;
+        let q = self.if_mapped(field, "wildcard", || Query::Wildcard {
+            field: field.to_string(),
+            pattern,
+        })?;
+        Ok(boosted(q, boost_of(&m, "wildcard")?))
+    }
+
+    /// `{"field": {"value": "joh?n(ath[oa]n)"}}`: Lucene's `RegexpQuery` (its default flags,
+    /// `ALL`), constant score.
+    fn regexp(&self, body: &Value) -> Result<Query, ApiError> {
+        let (field, m) = self.field_form(
+            body,
+            "regexp",
+            "value",
+            &[
+                "flags",
+                "max_determinized_states",
+                "rewrite",
+                "case_insensitive",
+            ],
+        )?;
+        no_case_insensitive(&m, "regexp")?;
+        constant_rewrite(&m, "regexp")?;
+        if let Some(flags) = m.get("flags") {
+            let flags = scalar(flags, "regexp.flags")?;
+            if !flags.eq_ignore_ascii_case("ALL") {
+                return Err(ApiError::unsupported(format!(
+                    "[regexp] flags [{flags}] (only ALL, the default)"
+                )));
+            }
+        }
+        uint_option(&m, "max_determinized_states", "regexp", 10_000)?;
+        let pattern = scalar(&m["value"], "regexp")?;
+        quarry::search::automaton::regexp::compile(&pattern)
+            .map_err(|e| parsing(format!("[regexp] value [{pattern}]: {e}")))?;
+        let q = self.if_mapped(field, "regexp", || Query::Regexp {
+            field: field.to_string(),
+            pattern,
+        })?;
+        Ok(boosted(q, boost_of(&m, "regexp")?))
+    }
+
+    /// `{"field": {"value": "roam", "fuzziness": "AUTO"}}`: Lucene's `FuzzyQuery` with the
+    /// top-terms blended scoring rewrite.
+    fn fuzzy(&self, body: &Value) -> Result<Query, ApiError> {
+        let (field, m) = self.field_form(
+            body,
+            "fuzzy",
+            "value",
+            &[
+                "fuzziness",
+                "prefix_length",
+                "max_expansions",
+                "transpositions",
+                "rewrite",
+            ],
+        )?;
+        if let Some(r) = m.get("rewrite") {
+            let r = scalar(r, "fuzzy.rewrite")?;
+            if !r.starts_with("top_terms_blended_freqs_") {
+                return Err(ApiError::unsupported(format!("[fuzzy] rewrite [{r}]")));
+            }
+        }
+        let value = scalar(&m["value"], "fuzzy")?;
+        let opts = FuzzyOptions {
+            fuzziness: match m.get("fuzziness") {
+                Some(f) => scalar(f, "fuzzy.fuzziness")?,
+                None => "AUTO".into(),
+            },
+            prefix_length: uint_option(&m, "prefix_length", "fuzzy", 0)?,
+            max_expansions: uint_option(&m, "max_expansions", "fuzzy", FUZZY_MAX_EXPANSIONS)?,
+            transpositions: bool_option(&m, "transpositions", "fuzzy", true)?,
+        };
+        let q = match self.if_mapped(field, "fuzzy", || Query::term(field, value))? {
+            Query::MatchNone => Query::MatchNone,
+            q => fuzzify(q, &opts)?,
+        };
+        Ok(boosted(q, boost_of(&m, "fuzzy")?))
+    }
+
+    /// `make()` on a text or keyword field, nothing on an unmapped one (as Elasticsearch), a
+    /// 400 on a field of another type.
+    fn if_mapped(
+        &self,
+        field: &str,
+        kind: &str,
+        make: impl FnOnce() -> Query,
+    ) -> Result<Query, ApiError> {
+        match self.schema().field_by_name(field) {
+            None => Ok(Query::MatchNone),
+            Some(f) if matches!(f.field_type, FieldType::Text | FieldType::Keyword) => Ok(make()),
+            Some(f) => Err(parsing(format!(
+                "[{kind}] query on field [{field}]: only text and keyword fields support it, and [{field}] is of type [{}]",
+                f.field_type.name()
+            ))),
+        }
+    }
+
+    /// `{"filter": query, "boost": b}`: the filter's matches, each scored `b` (default 1).
+    fn constant_score(&self, body: &Value, depth: usize) -> Result<Query, ApiError> {
+        let m = obj(body, "constant_score")?;
+        check_keys(m, &["filter", "boost", "_name"], "constant_score")?;
+        let filter = m
+            .get("filter")
+            .ok_or_else(|| parsing("[constant_score] needs [filter]"))?;
+        let q = Query::ConstantScore {
+            query: Box::new(self.query(filter, depth + 1)?),
+        };
+        Ok(boosted(q, boost_of(m, "constant_score")?))
+    }
+
+    /// `{"queries": [...], "tie_breaker": t}`: Lucene's `DisjunctionMaxQuery`.
+    fn dis_max(&self, body: &Value, depth: usize) -> Result<Query, ApiError> {
+        let m = obj(body, "dis_max")?;
+        check_keys(m, &["queries", "tie_breaker", "boost", "_name"], "dis_max")?;
+        let items = m
+            .get("queries")
+            .and_then(Value::as_array)
+            .ok_or_else(|| parsing("[dis_max] needs an array [queries]"))?;
+        if items.is_empty() {
+            return Err(parsing("[dis_max] [queries] is empty"));
+        }
+        if items.len() > MAX_CLAUSES {
+            return Err(parsing(format!(
+                "[dis_max] has more than {MAX_CLAUSES} queries"
+            )));
+        }
+        let queries = items
+            .iter()
+            .map(|q| self.query(q, depth + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        let q = Query::DisMax {
+            queries,
+            tie_breaker: tie_breaker(m, "dis_max")?,
+        };
+        Ok(boosted(q, boost_of(m, "dis_max")?))
+    }
+
+    /// `{"positive": q, "negative": q, "negative_boost": f}`: `positive`, its scores times
+    /// `negative_boost` where `negative` also matches.
+    fn boosting(&self, body: &Value, depth: usize) -> Result<Query, ApiError> {
+        let m = obj(body, "boosting")?;
+        check_keys(
+            m,
+            &["positive", "negative", "negative_boost", "boost", "_name"],
+            "boosting",
+        )?;
+        let need = |k: &str| {
+            m.get(k)
+                .ok_or_else(|| parsing(format!("[boosting] needs [{k}]")))
+        };
+        let negative_boost = need("negative_boost")?
+            .as_f64()
+            .filter(|b| b.is_finite() && *b >= 0.0 && *b <= f32::MAX as f64)
+            .ok_or_else(|| parsing("[boosting] negative_boost must be a finite number >= 0"))?
+            as f32;
+        let q = Query::Boosting {
+            positive: Box::new(self.query(need("positive")?, depth + 1)?),
+            negative: Box::new(self.query(need("negative")?, depth + 1)?),
+            negative_boost,
+        };
+        Ok(boosted(q, boost_of(m, "boosting")?))
+    }
+
     fn bool_query(&self, body: &Value, depth: usize) -> Result<Query, ApiError> {
         let m = obj(body, "bool")?;
         check_keys(
@@ -717,6 +946,126 @@ impl Translator<'_> {
     }
 }
 
+/// A fuzzy query's options as Elasticsearch spells them.
+struct FuzzyOptions {
+    fuzziness: String,
+    prefix_length: u32,
+    max_expansions: u32,
+    transpositions: bool,
+}
+
+/// `q` with every term query made fuzzy (`match` with `fuzziness`; the `fuzzy` query), the
+/// edits of `AUTO` chosen per term.
+fn fuzzify(q: Query, opts: &FuzzyOptions) -> Result<Query, ApiError> {
+    Ok(match q {
+        Query::Term { field, term } => {
+            let max_edits = quarry::search::multiterm::fuzziness_edits(&opts.fuzziness, &term)
+                .map_err(|e| parsing(format!("[fuzziness] {e}")))?;
+            Query::Fuzzy {
+                field,
+                term,
+                max_edits,
+                prefix_length: opts.prefix_length,
+                max_expansions: opts.max_expansions,
+                transpositions: opts.transpositions,
+            }
+        }
+        Query::Boolean {
+            clauses,
+            minimum_should_match,
+        } => Query::Boolean {
+            clauses: clauses
+                .into_iter()
+                .map(|c| Ok(Clause::new(c.occur, fuzzify(c.query, opts)?)))
+                .collect::<Result<_, ApiError>>()?,
+            minimum_should_match,
+        },
+        other => other,
+    })
+}
+
+/// A non-negative integer option, `default` when absent.
+fn uint_option(
+    m: &Map<String, Value>,
+    key: &str,
+    what: &str,
+    default: u32,
+) -> Result<u32, ApiError> {
+    match m.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .filter(|n| *n <= u64::from(u32::MAX))
+            .map(|n| n as u32)
+            .ok_or_else(|| parsing(format!("[{what}] [{key}] must be a non-negative integer"))),
+    }
+}
+
+fn bool_option(
+    m: &Map<String, Value>,
+    key: &str,
+    what: &str,
+    default: bool,
+) -> Result<bool, ApiError> {
+    match m.get(key) {
+        None => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+        Some(_) => Err(parsing(format!("[{what}] [{key}] must be true or false"))),
+    }
+}
+
+/// `tie_breaker` in `[0, 1]` (default 0).
+fn tie_breaker(m: &Map<String, Value>, what: &str) -> Result<f32, ApiError> {
+    match m.get("tie_breaker") {
+        None => Ok(0.0),
+        Some(v) => v
+            .as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .filter(|t| (0.0..=1.0).contains(t))
+            .map(|t| t as f32)
+            .ok_or_else(|| {
+                parsing(format!(
+                    "[{what}] [tie_breaker] must be a number between 0 and 1"
+                ))
+            }),
+    }
+}
+
+fn no_case_insensitive(m: &Map<String, Value>, what: &str) -> Result<(), ApiError> {
+    if m.get("case_insensitive") == Some(&Value::Bool(true)) {
+        return Err(ApiError::unsupported(format!("[{what}] case_insensitive")));
+    }
+    Ok(())
+}
+
+/// Wildcard and regexp score a constant, as Lucene's and Elasticsearch's default rewrite does;
+/// other rewrites are refused.
+fn constant_rewrite(m: &Map<String, Value>, what: &str) -> Result<(), ApiError> {
+    if let Some(r) = m.get("rewrite") {
+        let r = scalar(r, "rewrite")?;
+        if !matches!(r.as_str(), "constant_score" | "constant_score_blended") {
+            return Err(ApiError::unsupported(format!("[{what}] rewrite [{r}]")));
+        }
+    }
+    Ok(())
+}
+
+/// `{"f": {"wildcard": "x"}}` accepted as `{"f": {"value": "x"}}` (Elasticsearch's alias).
+fn alias_main(body: &Value, kind: &str, alias: &str, main: &str) -> Value {
+    let _ = kind;
+    let mut body = body.clone();
+    if let Some(Value::Object(spec)) = body.as_object_mut().and_then(|o| o.values_mut().next()) {
+        if !spec.contains_key(main) {
+            if let Some(v) = spec.remove(alias) {
+                spec.insert(main.to_string(), v);
+            }
+        }
+    }
+    body
+}
+
 /// Parses `default_operator` (`AND`/`OR`, any case; absent = OR).
 pub fn parse_operator(v: Option<&Value>) -> Result<Operator, ApiError> {
     match v.map(|o| scalar(o, "default_operator")).transpose()? {
@@ -800,9 +1149,9 @@ mod tests {
         let q = tr(json!({"term": {"tag": {"value": "Grain", "boost": 2.0}}})).unwrap();
         assert_eq!(q, Query::boosted(Query::term("tag", "Grain"), 2.0));
         let q = tr(json!({"terms": {"tag": ["a", "b"]}})).unwrap();
-        assert_eq!(q.to_string(), "tag:a tag:b");
+        assert_eq!(q.to_string(), "ConstantScore(tag:a tag:b)");
         let q = tr(json!({"ids": {"values": ["1", "2"]}})).unwrap();
-        assert_eq!(q.to_string(), "_id:1 _id:2");
+        assert_eq!(q.to_string(), "ConstantScore(_id:1 _id:2)");
         let q = tr(json!({"exists": {"field": "tag"}})).unwrap();
         assert!(matches!(q, Query::Prefix { ref prefix, .. } if prefix.is_empty()));
         assert_eq!(
@@ -845,9 +1194,13 @@ mod tests {
     fn multi_match_and_query_string() {
         let q = tr(json!({"multi_match": {"query": "oil", "fields": ["title^2", "body"], "type": "most_fields"}})).unwrap();
         assert_eq!(q.to_string(), "(title:oil)^2.0 body:oil");
-        let e =
-            tr(json!({"multi_match": {"query": "oil", "fields": ["title", "body"]}})).unwrap_err();
-        assert!(e.reason.contains("dis_max"), "{}", e.reason);
+        let q = tr(json!({"multi_match": {"query": "oil", "fields": ["title", "body"]}})).unwrap();
+        assert_eq!(q.to_string(), "(title:oil | body:oil)");
+        let q = tr(json!({"multi_match": {"query": "oil gas", "fields": ["title", "body"], "tie_breaker": 0.3}})).unwrap();
+        assert_eq!(
+            q.to_string(),
+            "((title:oil title:gas) | (body:oil body:gas))~0.3"
+        );
         let q =
             tr(json!({"query_string": {"query": "oil AND title:gas", "default_field": "body"}}))
                 .unwrap();
@@ -858,10 +1211,90 @@ mod tests {
     }
 
     #[test]
+    fn multi_term_and_compound_queries() {
+        let s = |v: Value| tr(v).unwrap().to_string();
+        assert_eq!(s(json!({"wildcard": {"body": "pr?ce*"}})), "body:pr?ce*");
+        assert_eq!(
+            s(json!({"wildcard": {"tag": {"wildcard": "A*", "boost": 2}}})),
+            "(tag:A*)^2.0"
+        );
+        assert_eq!(
+            s(json!({"regexp": {"body": {"value": "joh?n(ath[oa]n)", "flags": "ALL"}}})),
+            "body:/joh?n(ath[oa]n)/"
+        );
+        assert_eq!(s(json!({"fuzzy": {"body": "roam"}})), "body:roam~1");
+        assert_eq!(s(json!({"fuzzy": {"body": "ro"}})), "body:ro~0");
+        assert_eq!(s(json!({"fuzzy": {"body": "roaming"}})), "body:roaming~2");
+        let q = tr(json!({"fuzzy": {"body": {"value": "roam", "fuzziness": "2", "prefix_length": 1, "max_expansions": 7, "transpositions": false}}})).unwrap();
+        assert_eq!(
+            q,
+            Query::Fuzzy {
+                field: "body".into(),
+                term: "roam".into(),
+                max_edits: 2,
+                prefix_length: 1,
+                max_expansions: 7,
+                transpositions: false,
+            }
+        );
+        assert_eq!(
+            s(json!({"match": {"body": {"query": "Oil pirces", "fuzziness": "AUTO"}}})),
+            "body:oil~1 body:pirces~2"
+        );
+        assert_eq!(s(json!({"fuzzy": {"nope": "x"}})), "MatchNoDocsQuery(\"\")");
+        assert_eq!(
+            s(json!({"constant_score": {"filter": {"term": {"tag": "x"}}, "boost": 3}})),
+            "(ConstantScore(tag:x))^3.0"
+        );
+        assert_eq!(
+            s(
+                json!({"dis_max": {"queries": [{"term": {"tag": "x"}}, {"match": {"body": "a b"}}], "tie_breaker": 0.5}})
+            ),
+            "(tag:x | (body:a body:b))~0.5"
+        );
+        assert_eq!(
+            s(
+                json!({"boosting": {"positive": {"term": {"tag": "x"}}, "negative": {"term": {"tag": "y"}}, "negative_boost": 0.2}})
+            ),
+            "Boosting(tag:x, tag:y)^0.2"
+        );
+    }
+
+    #[test]
     fn bad_queries_are_client_errors_naming_the_problem() {
         for (v, needle) in [
             (json!({"range": {"body": {"gte": 1, "bogus": 2}}}), "bogus"),
-            (json!({"fuzzy": {"body": "x"}}), "unknown query [fuzzy]"),
+            (json!({"fuzy": {"body": "x"}}), "unknown query [fuzy]"),
+            (
+                json!({"fuzzy": {"body": {"value": "x", "fuzzyness": 1}}}),
+                "[fuzzy] query does not support [fuzzyness]",
+            ),
+            (
+                json!({"fuzzy": {"body": {"value": "x", "fuzziness": 3}}}),
+                "invalid fuzziness",
+            ),
+            (
+                json!({"regexp": {"body": "a(b"}}),
+                "expected ')' at position 3",
+            ),
+            (
+                json!({"regexp": {"body": {"value": "a", "flags": "NONE"}}}),
+                "flags",
+            ),
+            (json!({"wildcard": {"year": "1*"}}), "only text and keyword"),
+            (json!({"dis_max": {"queries": []}}), "empty"),
+            (
+                json!({"dis_max": {"queries": [{"match_all": {}}], "tie_breaker": 2}}),
+                "tie_breaker",
+            ),
+            (
+                json!({"constant_score": {"query": {"match_all": {}}}}),
+                "[query]",
+            ),
+            (
+                json!({"boosting": {"positive": {"match_all": {}}, "negative": {"match_all": {}}}}),
+                "negative_boost",
+            ),
             (
                 json!({"match": {"body": "x"}, "term": {"tag": "y"}}),
                 "more than one",

@@ -73,6 +73,16 @@ DSL_CASES = [
     ({"query_string": {"query": "wheat AND (export OR exports)", "default_field": "body"}},
      "body:wheat AND (body:export OR body:exports)"),
     ({"term": {"topics": "grain"}}, "topics:grain"),
+    ({"wildcard": {"body": {"value": "pr?ce*"}}}, "body:pr?ce*"),
+    ({"wildcard": {"body": {"wildcard": "ex*rt?"}}}, "body:ex*rt?"),
+    ({"regexp": {"body": "pric(e|es|ing)"}}, "body:/pric(e|es|ing)/"),
+    ({"fuzzy": {"body": {"value": "pirces", "fuzziness": 1}}}, "body:pirces~1"),
+    ({"fuzzy": {"body": "tarde"}}, "body:tarde~1"),  # AUTO: 1 edit for 3 to 5 characters
+    ({"fuzzy": {"body": {"value": "goverment", "fuzziness": "AUTO", "max_expansions": 5}}},
+     None),
+    ({"match": {"body": {"query": "oli pirces", "fuzziness": "AUTO"}}}, "body:oli~1 body:pirces~2"),
+    ({"multi_match": {"query": "oil", "fields": ["title", "body"], "tie_breaker": 1.0}},
+     "title:oil body:oil"),
 ]
 
 
@@ -98,6 +108,10 @@ def test_client_round_trip(server, module):
     es.indices.flush(index=index)  # commit, so that `quarry search` (the library) sees it all
 
     for dsl, lucene in DSL_CASES:
+        if lucene is None:
+            r = es.search(index=index, query=dsl, size=10)
+            assert r["hits"]["total"]["value"] > 0, dsl
+            continue
         r = es.search(index=index, query=dsl, size=10, track_total_hits=True)
         total, top = library_search(data, index, lucene)
         assert r["hits"]["total"] == {"value": total, "relation": "eq"}, dsl
@@ -132,13 +146,56 @@ def test_client_round_trip(server, module):
     with pytest.raises(es_mod.NotFoundError):
         es.search(index="no-such-index", query={"match_all": {}})
     with pytest.raises(es_mod.BadRequestError) as e:
-        es.search(index=index, query={"fuzzy": {"body": "oil"}})
-    assert "fuzzy" in str(e.value)
+        es.search(index=index, query={"fuzzy": {"body": {"value": "oil", "fuzzyness": 1}}})
+    assert "fuzzyness" in str(e.value)
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index=index, query={"regexp": {"body": "pric(e"}})
+    assert "expected ')'" in str(e.value)
+    check_compound_queries(es, index)
     r = es.search(index=index, query={"range": {"id": {"gte": 3, "lt": 10}}}, sort=["id"], size=20)
     assert [h["_id"] for h in r["hits"]["hits"]] == [str(i) for i in range(3, 10)]
 
     es.indices.delete(index=index)
     assert not es.indices.exists(index=index)
+
+
+def check_compound_queries(es, index):
+    """`constant_score`, `terms` and `ids` score a constant; `dis_max` (and `multi_match`
+    best_fields) takes the best field; `boosting` demotes what the negative query matches."""
+    r = es.search(index=index, query={"constant_score": {"filter": {"term": {"topics": "grain"}}, "boost": 2}})
+    grain = es.count(index=index, query={"term": {"topics": "grain"}})["count"]
+    assert r["hits"]["total"]["value"] == grain
+    assert {h["_score"] for h in r["hits"]["hits"]} == {2.0}
+    r = es.search(index=index, query={"terms": {"topics": ["grain", "wheat"]}})
+    assert {h["_score"] for h in r["hits"]["hits"]} == {1.0}
+    r = es.search(index=index, query={"ids": {"values": ["1", "2"]}})
+    assert sorted(h["_id"] for h in r["hits"]["hits"]) == ["1", "2"]
+    assert {h["_score"] for h in r["hits"]["hits"]} == {1.0}
+
+    both = {"query": "oil", "fields": ["title", "body"]}
+    best = es.search(index=index, query={"multi_match": both}, size=50)
+    summed = es.search(index=index, query={"multi_match": {**both, "type": "most_fields"}}, size=50)
+    assert best["hits"]["total"] == summed["hits"]["total"]
+    title = {h["_id"]: h["_score"] for h in es.search(index=index, query={"match": {"title": "oil"}}, size=10000)["hits"]["hits"]}
+    body = {h["_id"]: h["_score"] for h in es.search(index=index, query={"match": {"body": "oil"}}, size=10000)["hits"]["hits"]}
+    for h in best["hits"]["hits"]:
+        want = max(title.get(h["_id"], 0.0), body.get(h["_id"], 0.0))
+        assert abs(h["_score"] - want) <= 1e-5 * want, h
+    dm = es.search(index=index, query={"dis_max": {"queries": [{"match": {"title": "oil"}}, {"match": {"body": "oil"}}],
+                                                   "tie_breaker": 0.3}}, size=50)
+    for h in dm["hits"]["hits"]:
+        a, b = title.get(h["_id"], 0.0), body.get(h["_id"], 0.0)
+        want = max(a, b) + 0.3 * min(a, b)
+        assert abs(h["_score"] - want) <= 1e-5 * want, h
+
+    gas = {h["_id"] for h in es.search(index=index, query={"match": {"body": "gas"}}, size=10000)["hits"]["hits"]}
+    r = es.search(index=index, query={"boosting": {"positive": {"match": {"body": "oil"}},
+                                                   "negative": {"match": {"body": "gas"}},
+                                                   "negative_boost": 0.5}}, size=10000)
+    assert r["hits"]["total"]["value"] == len(body)
+    for h in r["hits"]["hits"]:
+        want = body[h["_id"]] * (0.5 if h["_id"] in gas else 1.0)
+        assert abs(h["_score"] - want) <= 1e-5 * want, h
 
 
 def start_server(data):
