@@ -21,6 +21,7 @@ use pyo3::IntoPyObjectExt;
 use quarry::query::{Clause, Occur, Query};
 
 use crate::errors;
+use crate::schema::PySchema;
 
 /// Deepest query tree accepted from a state (a pickle is untrusted input; recursion is bounded).
 const MAX_DEPTH: usize = 512;
@@ -68,11 +69,172 @@ impl PyQuery {
         Ok(Self { inner })
     }
 
+    /// Documents whose ``field_name`` holds the exact term ``text`` (not analyzed).
+    #[staticmethod]
+    fn term_query(
+        py: Python<'_>,
+        schema: &PySchema,
+        field_name: &str,
+        text: &str,
+    ) -> PyResult<Self> {
+        known_field(py, schema, field_name)?;
+        Ok(Self::new(Query::term(field_name, text)))
+    }
+
+    /// Terms within ``distance`` edits (0 to 2) of ``text``, a swap of neighbours one edit when
+    /// ``transposition_cost_one``, scored as Lucene's ``FuzzyQuery`` (the 50 most similar
+    /// terms, blended). ``prefix=True`` (tantivy's fuzzy prefix) is not supported and raises.
+    #[staticmethod]
+    #[pyo3(signature = (schema, field_name, text, distance = 1, transposition_cost_one = true, prefix = false))]
+    fn fuzzy_term_query(
+        py: Python<'_>,
+        schema: &PySchema,
+        field_name: &str,
+        text: &str,
+        distance: u32,
+        transposition_cost_one: bool,
+        prefix: bool,
+    ) -> PyResult<Self> {
+        known_field(py, schema, field_name)?;
+        if prefix {
+            return Err(errors::to_py(
+                py,
+                quarry::Error::InvalidArgument(
+                    "fuzzy_term_query: prefix=True is not supported".into(),
+                ),
+            ));
+        }
+        if distance > quarry::query::ast::FUZZY_MAX_EDITS {
+            return Err(errors::to_py(
+                py,
+                quarry::Error::InvalidArgument(format!(
+                    "fuzzy_term_query: distance must be 0, 1 or 2, got {distance}"
+                )),
+            ));
+        }
+        let mut q = Query::fuzzy(field_name, text, distance);
+        if let Query::Fuzzy { transpositions, .. } = &mut q {
+            *transpositions = transposition_cost_one;
+        }
+        Ok(Self::new(q))
+    }
+
+    /// Terms matching ``regex_pattern`` (Lucene's regular expression syntax, whole term).
+    #[staticmethod]
+    fn regex_query(
+        py: Python<'_>,
+        schema: &PySchema,
+        field_name: &str,
+        regex_pattern: &str,
+    ) -> PyResult<Self> {
+        known_field(py, schema, field_name)?;
+        quarry::search::automaton::regexp::compile(regex_pattern).map_err(|e| {
+            errors::to_py(
+                py,
+                quarry::Error::InvalidArgument(format!("regex_query /{regex_pattern}/: {e}")),
+            )
+        })?;
+        Ok(Self::new(Query::Regexp {
+            field: field_name.to_string(),
+            pattern: regex_pattern.to_string(),
+        }))
+    }
+
+    /// Terms matching ``pattern``: ``*`` any string, ``?`` one character.
+    #[staticmethod]
+    fn wildcard_query(
+        py: Python<'_>,
+        schema: &PySchema,
+        field_name: &str,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        known_field(py, schema, field_name)?;
+        Ok(Self::new(Query::Wildcard {
+            field: field_name.to_string(),
+            pattern: pattern.to_string(),
+        }))
+    }
+
+    /// The best of ``subqueries`` plus ``tie_breaker`` (default 0) times the others.
+    #[staticmethod]
+    #[pyo3(signature = (subqueries, tie_breaker = None))]
+    fn disjunction_max_query(
+        py: Python<'_>,
+        subqueries: Vec<Bound<'_, PyQuery>>,
+        tie_breaker: Option<f32>,
+    ) -> PyResult<Self> {
+        let tie = tie_breaker.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&tie) {
+            return Err(errors::to_py(
+                py,
+                quarry::Error::InvalidArgument(format!(
+                    "disjunction_max_query: tie_breaker must be between 0 and 1, got {tie}"
+                )),
+            ));
+        }
+        Ok(Self::new(Query::DisMax {
+            queries: subqueries.iter().map(|q| q.get().inner.clone()).collect(),
+            tie_breaker: tie,
+        }))
+    }
+
+    /// ``query``'s matches, each scored ``score``.
+    #[staticmethod]
+    fn const_score_query(py: Python<'_>, query: &Bound<'_, PyQuery>, score: f32) -> PyResult<Self> {
+        let q = Query::ConstantScore {
+            query: Box::new(query.get().inner.clone()),
+        };
+        Ok(Self::new(Query::boosted(
+            q,
+            checked_factor(py, score, "score")?,
+        )))
+    }
+
+    /// ``query`` with its scores multiplied by ``boost``.
+    #[staticmethod]
+    fn boost_query(py: Python<'_>, query: &Bound<'_, PyQuery>, boost: f32) -> PyResult<Self> {
+        Ok(Self::new(Query::boosted(
+            query.get().inner.clone(),
+            checked_factor(py, boost, "boost")?,
+        )))
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let ctor = slf.get_type().getattr("from_state")?;
         let args = PyTuple::new(py, [to_state(py, &slf.get().inner)?])?;
         PyTuple::new(py, [ctor, args.into_any()])
+    }
+}
+
+/// An error unless `schema` has `field`.
+fn known_field(py: Python<'_>, schema: &PySchema, field: &str) -> PyResult<()> {
+    match schema.inner.field_id(field) {
+        Some(_) => Ok(()),
+        None => Err(errors::to_py(
+            py,
+            quarry::Error::UnknownField {
+                field: field.to_string(),
+                known: schema
+                    .inner
+                    .fields()
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .collect(),
+            },
+        )),
+    }
+}
+
+/// A finite, non-negative score factor.
+fn checked_factor(py: Python<'_>, v: f32, what: &str) -> PyResult<f32> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(errors::to_py(
+            py,
+            quarry::Error::InvalidArgument(format!("{what} must be a finite number >= 0, got {v}")),
+        ))
     }
 }
 

@@ -324,3 +324,40 @@ def test_update_delete_refresh_and_lock(index):
     with index.writer(threads=1) as w:
         w.delete_all()
     assert index.searcher().num_docs == 0
+
+
+def test_query_builders(index):
+    """tantivy-py's builder names: fuzzy, regex, wildcard, dis-max, constant-score and boost
+    queries, equal to what the query syntax builds, pickled exactly."""
+    s, sc = index.searcher(), schema()
+    Q = quarry.Query
+    fuzzy = Q.fuzzy_term_query(sc, "body", "oli", distance=1)
+    assert str(fuzzy) == "body:oli~1" and fuzzy == s.parse("oli~1", default_fields=["body"])
+    assert s.count(fuzzy) == 2  # oil
+    assert s.count(Q.fuzzy_term_query(sc, "body", "oil", distance=0)) == 2
+    assert Q.fuzzy_term_query(sc, "body", "olis", transposition_cost_one=False).state()[6] is False
+    regex = Q.regex_query(sc, "body", "pri[cz]es?")
+    assert str(regex) == "body:/pri[cz]es?/" and s.count(regex) == 1
+    wild = Q.wildcard_query(sc, "title", "pr?ce*")
+    assert str(wild) == "title:pr?ce*" and s.count(wild) == 1
+    assert s.count(Q.term_query(sc, "tag", "fx")) == 1
+    dm = Q.disjunction_max_query([Q.term_query(sc, "title", "oil"), Q.term_query(sc, "body", "oil")], 0.5)
+    assert str(dm) == "(title:oil | body:oil)~0.5"
+    t = {h.doc: h.score for h in s.search(Q.term_query(sc, "title", "oil"))}
+    b = {h.doc: h.score for h in s.search(Q.term_query(sc, "body", "oil"))}
+    for h in s.search(dm):
+        x, y = t.get(h.doc, 0.0), b.get(h.doc, 0.0)
+        assert h.score == pytest.approx(max(x, y) + 0.5 * min(x, y), rel=1e-6)
+    const = Q.const_score_query(Q.term_query(sc, "body", "oil"), 2.0)
+    assert [h.score for h in s.search(const)] == [2.0, 2.0]
+    assert str(Q.boost_query(Q.term_query(sc, "body", "oil"), 3.0)) == "(body:oil)^3.0"
+    for q in [fuzzy, regex, wild, dm, const]:
+        assert pickle.loads(pickle.dumps(q)) == q
+    with pytest.raises(quarry.UnknownFieldError):
+        Q.fuzzy_term_query(sc, "nope", "x")
+    with pytest.raises(quarry.InvalidArgumentError, match="expected '\\)'"):
+        Q.regex_query(sc, "body", "a(b")
+    with pytest.raises(quarry.InvalidArgumentError, match="distance"):
+        Q.fuzzy_term_query(sc, "body", "x", distance=3)
+    with pytest.raises(quarry.InvalidArgumentError, match="tie_breaker"):
+        Q.disjunction_max_query([], 2.0)
