@@ -476,6 +476,55 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
                 boost: b,
             }
         }
+        "wildcard" | "regexp" | "fuzzy" | "const" | "dis_max" | "boosting" => {
+            // Kept out of this function so its stack frame stays small: deep boost chains
+            // recurse through it.
+            return multi_term_or_compound(&tag, &items, at, depth);
+        }
+        "all" => {
+            arity(1)?;
+            Query::MatchAll
+        }
+        "none" => {
+            arity(1)?;
+            Query::MatchNone
+        }
+        other => return Err(format!("bad query state at {at}: unknown node {other:?}")),
+    })
+}
+
+/// The nodes of multi-term and compound queries (see [`from_state`]).
+#[inline(never)]
+fn multi_term_or_compound(
+    tag: &str,
+    items: &[Bound<'_, PyAny>],
+    at: &str,
+    depth: usize,
+) -> Result<Query, String> {
+    let arity = |n: usize| -> Result<(), String> {
+        if items.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "bad query state at {at}: node {tag:?} has {} items, expected {n}",
+                items.len()
+            ))
+        }
+    };
+    let get = |i: usize, what: &str| -> Result<&Bound<'_, PyAny>, String> {
+        items
+            .get(i)
+            .ok_or_else(|| format!("bad query state at {at}: node {tag:?} lacks {what}"))
+    };
+    fn ex<'py, T: for<'a> FromPyObject<'a, 'py>>(
+        v: &Bound<'py, PyAny>,
+        at: &str,
+        what: &str,
+    ) -> Result<T, String> {
+        v.extract::<T>()
+            .map_err(|_| format!("bad query state at {at}: {what} has the wrong type"))
+    }
+    Ok(match tag {
         "wildcard" | "regexp" => {
             arity(3)?;
             let field = ex(get(1, "field")?, at, "field")?;
@@ -539,14 +588,6 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
                     at,
                 )?,
             }
-        }
-        "all" => {
-            arity(1)?;
-            Query::MatchAll
-        }
-        "none" => {
-            arity(1)?;
-            Query::MatchNone
         }
         other => return Err(format!("bad query state at {at}: unknown node {other:?}")),
     })

@@ -164,8 +164,9 @@ def test_query_syntax_error_has_column(index):
         s.search('title:"oil', limit=3)
     assert e.value.column == 7
     with pytest.raises(quarry.QuerySyntaxError) as e:
-        s.count("oil~2")
+        s.count("*oil")  # a leading wildcard, refused as Lucene does by default
     assert e.value.kind == "unsupported"
+    assert s.count("oil~2") == s.count("oil")
 
 
 def test_unknown_fields(index):
