@@ -458,7 +458,21 @@ async fn bad_input_gets_4xx_never_5xx() {
         (
             "POST",
             "/t/_search".into(),
-            Some(r#"{"query": {"fuzzy": {"title": "x"}}}"#.into()),
+            Some(r#"{"query": {"fuzzy": {"title": {"value": "x", "fuzzyness": 1}}}}"#.into()),
+            JSON,
+            400,
+        ),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"query": {"regexp": {"title": "a(b"}}}"#.into()),
+            JSON,
+            400,
+        ),
+        (
+            "POST",
+            "/t/_search".into(),
+            Some(r#"{"query": {"wildcard": {"n": "1*"}}}"#.into()),
             JSON,
             400,
         ),
