@@ -53,6 +53,72 @@ pub(crate) struct FieldQuery {
     prefixes: Vec<String>,
     ranges: Vec<TextRange>,
     phrases: Vec<Phrase>,
+    /// Wildcard, regexp and fuzzy queries: the words they accept.
+    patterns: Vec<TermPattern>,
+}
+
+/// The words a multi-term query accepts, checked per token. Fuzzy marks every word within its
+/// distance (not only the `max_expansions` closest terms of the dictionary that it scored).
+#[derive(Debug, Clone)]
+pub(crate) enum TermPattern {
+    Automaton {
+        source: String,
+        nfa: std::sync::Arc<crate::search::automaton::Nfa>,
+    },
+    Fuzzy {
+        term: Vec<char>,
+        max_edits: u32,
+        prefix_length: u32,
+        transpositions: bool,
+    },
+}
+
+impl PartialEq for TermPattern {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                TermPattern::Automaton { source: a, .. },
+                TermPattern::Automaton { source: b, .. },
+            ) => a == b,
+            (
+                TermPattern::Fuzzy {
+                    term: a,
+                    max_edits: e,
+                    prefix_length: p,
+                    transpositions: t,
+                },
+                TermPattern::Fuzzy {
+                    term: b,
+                    max_edits: f,
+                    prefix_length: q,
+                    transpositions: u,
+                },
+            ) => a == b && e == f && p == q && t == u,
+            _ => false,
+        }
+    }
+}
+
+impl TermPattern {
+    fn matches(&self, word: &str) -> bool {
+        match self {
+            TermPattern::Automaton { nfa, .. } => nfa.matches(word),
+            TermPattern::Fuzzy {
+                term,
+                max_edits,
+                prefix_length,
+                transpositions,
+            } => {
+                let chars: Vec<char> = word.chars().collect();
+                let p = *prefix_length as usize;
+                chars.len().abs_diff(term.len()) <= *max_edits as usize
+                    && chars.len() >= p.min(term.len())
+                    && chars[..p.min(chars.len())] == term[..p.min(term.len())]
+                    && crate::search::automaton::osa_distance(&chars, term, *transpositions)
+                        <= *max_edits as usize
+            }
+        }
+    }
 }
 
 impl FieldQuery {
@@ -61,6 +127,7 @@ impl FieldQuery {
             && self.prefixes.is_empty()
             && self.ranges.is_empty()
             && self.phrases.is_empty()
+            && self.patterns.is_empty()
     }
 
     fn merge(&mut self, other: &FieldQuery) {
@@ -68,6 +135,7 @@ impl FieldQuery {
         self.prefixes.extend(other.prefixes.iter().cloned());
         self.ranges.extend(other.ranges.iter().cloned());
         self.phrases.extend(other.phrases.iter().cloned());
+        self.patterns.extend(other.patterns.iter().cloned());
     }
 }
 
@@ -167,7 +235,44 @@ fn collect(query: &Query, out: &mut HashMap<String, FieldQuery>) {
                 collect(&c.query, out);
             }
         }
-        Query::Boost { query, .. } => collect(query, out),
+        Query::Boost { query, .. } | Query::ConstantScore { query } => collect(query, out),
+        Query::DisMax { queries, .. } => queries.iter().for_each(|q| collect(q, out)),
+        // The negative query only demotes: its words are not what the hit matched.
+        Query::Boosting { positive, .. } => collect(positive, out),
+        Query::Wildcard { field, pattern } | Query::Regexp { field, pattern } => {
+            let nfa = match query {
+                Query::Wildcard { .. } => crate::search::automaton::wildcard(pattern),
+                _ => crate::search::automaton::regexp::compile(pattern),
+            };
+            // A pattern that does not compile matched nothing (the search refused it).
+            if let Ok(nfa) = nfa {
+                out.entry(field.clone())
+                    .or_default()
+                    .patterns
+                    .push(TermPattern::Automaton {
+                        source: query.to_string(),
+                        nfa: std::sync::Arc::new(nfa),
+                    });
+            }
+        }
+        Query::Fuzzy {
+            field,
+            term,
+            max_edits,
+            prefix_length,
+            transpositions,
+            ..
+        } => {
+            out.entry(field.clone())
+                .or_default()
+                .patterns
+                .push(TermPattern::Fuzzy {
+                    term: term.chars().collect(),
+                    max_edits: *max_edits,
+                    prefix_length: *prefix_length,
+                    transpositions: *transpositions,
+                });
+        }
         Query::Prefix { .. } | Query::MatchAll | Query::MatchNone => {}
     }
 }
@@ -212,7 +317,8 @@ pub(crate) fn find_matches(
         offsets.push((base + s, base + e));
         let hit = fq.terms.contains(term)
             || fq.prefixes.iter().any(|p| term.starts_with(p.as_str()))
-            || fq.ranges.iter().any(|r| r.contains(term));
+            || fq.ranges.iter().any(|r| r.contains(term))
+            || fq.patterns.iter().any(|p| p.matches(term));
         if hit {
             out.push(Match {
                 start: base + s,

@@ -350,6 +350,51 @@ mod tests {
     }
 
     #[test]
+    fn multi_term_and_compound_queries_mark_the_words_they_accept() {
+        let text = json!("Crude oil and olive oils; the roam of Rome, a rome roamer.");
+        let o = HighlightOptions::default();
+        let mark = |q: Query| Highlighter::new(&q, &schema()).highlight_field("body", &text, &o);
+        let wildcard = Query::Wildcard {
+            field: "body".into(),
+            pattern: "o?l*".into(),
+        };
+        assert_eq!(
+            mark(wildcard.clone()),
+            ["Crude <em>oil</em> and olive <em>oils</em>; the roam of Rome, a rome roamer."]
+        );
+        let regexp = Query::Regexp {
+            field: "body".into(),
+            pattern: "ro[am]+e?".into(),
+        };
+        assert_eq!(
+            mark(regexp),
+            ["Crude oil and olive oils; the <em>roam</em> of <em>Rome</em>, a <em>rome</em> roamer."]
+        );
+        let fuzzy = Query::fuzzy("body", "roam", 1);
+        assert_eq!(
+            mark(fuzzy),
+            ["Crude oil and olive oils; the <em>roam</em> of Rome, a rome roamer."]
+        );
+        let compound = Query::DisMax {
+            queries: vec![
+                Query::ConstantScore {
+                    query: Box::new(Query::term("body", "crude")),
+                },
+                Query::Boosting {
+                    positive: Box::new(wildcard),
+                    negative: Box::new(Query::term("body", "rome")),
+                    negative_boost: 0.5,
+                },
+            ],
+            tie_breaker: 0.0,
+        };
+        assert_eq!(
+            mark(compound),
+            ["<em>Crude</em> <em>oil</em> and olive <em>oils</em>; the roam of Rome, a rome roamer."]
+        );
+    }
+
+    #[test]
     fn multi_valued_fields_never_mix_values() {
         let h = Highlighter::new(&Query::term("body", "oil"), &schema());
         let v = json!(["no match here", "oil one", "two", "and oil"]);
