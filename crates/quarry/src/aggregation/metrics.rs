@@ -176,7 +176,7 @@ fn add_rows(acc: &mut Acc, col: &Column<'_>, rows: Range<usize>, ftype: FieldTyp
         col.get_range(at, vals);
         let b = at / column::BLOCK;
         if ftype != FieldType::Float
-            && at % column::BLOCK == 0
+            && at.is_multiple_of(column::BLOCK)
             && at + n == col.len().min((b + 1) * column::BLOCK)
         {
             // A whole block: its extremes are in its statistics.
