@@ -129,13 +129,29 @@ fn read_dense(
     error: &mut Option<Error>,
 ) {
     dense_values(v, docs, |d, x| {
-        match locator.locate(rounding, sortable_to_i64(x)) {
-            Ok((key, local)) => hit(buckets, cache, subs, d, 0, key, local),
-            Err(e) => {
-                error.get_or_insert(e);
-            }
-        }
+        place(d, x, rounding, locator, buckets, cache, subs, error)
     });
+}
+
+/// Buckets document `d` of parent 0 by its column value `x`; an error is kept for `finish`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn place(
+    d: u32,
+    x: u64,
+    rounding: &DateRounding,
+    locator: &mut Locator,
+    buckets: &mut KeyBuckets,
+    cache: &mut LocalCache,
+    subs: &mut SubCollectors<'_>,
+    error: &mut Option<Error>,
+) {
+    match locator.locate(rounding, sortable_to_i64(x)) {
+        Ok((key, local)) => hit(buckets, cache, subs, d, 0, key, local),
+        Err(e) => {
+            error.get_or_insert(e);
+        }
+    }
 }
 
 /// Adds `n` documents of parent 0 to the bucket of `key` (no sub-aggregations).
@@ -920,12 +936,7 @@ impl SegCollector for DateHistogramSeg<'_> {
         for chunk in docs.chunks(BLOCK) {
             gather_dense(view.values(), chunk, &mut span, &mut vals);
             for (&d, &x) in chunk.iter().zip(&vals) {
-                match locator.locate(rounding, sortable_to_i64(x)) {
-                    Ok((key, local)) => hit(buckets, cache, subs, d, 0, key, local),
-                    Err(e) => {
-                        error.get_or_insert(e);
-                    }
-                }
+                place(d, x, rounding, locator, buckets, cache, subs, error);
             }
         }
     }

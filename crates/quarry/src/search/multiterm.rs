@@ -39,6 +39,33 @@ pub struct FuzzySpec<'a> {
     pub transpositions: bool,
 }
 
+impl<'a> FuzzySpec<'a> {
+    /// The field and spec of a [`Query::Fuzzy`](crate::query::Query::Fuzzy); `None` for any
+    /// other query.
+    pub fn of(query: &'a crate::query::Query) -> Option<(&'a str, FuzzySpec<'a>)> {
+        match query {
+            crate::query::Query::Fuzzy {
+                field,
+                term,
+                max_edits,
+                prefix_length,
+                max_expansions,
+                transpositions,
+            } => Some((
+                field,
+                FuzzySpec {
+                    term,
+                    max_edits: *max_edits,
+                    prefix_length: *prefix_length,
+                    max_expansions: *max_expansions,
+                    transpositions: *transpositions,
+                },
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// One term a fuzzy query expanded to: its similarity boost (Lucene's
 /// `1 - edits / min(len(term), len(query term))`, 1 for the term itself, floored at 0) and its
 /// document frequency summed over the segments.

@@ -121,24 +121,11 @@ fn scored_terms(
             }
         }
         Query::Boosting { positive, .. } => scored_terms(positive, out, expand)?,
-        Query::Fuzzy {
-            field,
-            term,
-            max_edits,
-            prefix_length,
-            max_expansions,
-            transpositions,
-        } => {
-            let spec = super::multiterm::FuzzySpec {
-                term,
-                max_edits: *max_edits,
-                prefix_length: *prefix_length,
-                max_expansions: *max_expansions,
-                transpositions: *transpositions,
-            };
+        Query::Fuzzy { .. } => {
+            let (field, spec) = super::multiterm::FuzzySpec::of(q).expect("a fuzzy query");
             spec.check(field)?;
             for t in expand(field, &spec)? {
-                out.push((field.clone(), t));
+                out.push((field.to_string(), t));
             }
         }
         // Prefix, wildcard, regexp, range and constant-score queries score a constant;

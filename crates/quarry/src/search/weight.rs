@@ -335,21 +335,8 @@ impl Weight {
                     score: boost,
                 }
             }
-            Query::Fuzzy {
-                field,
-                term,
-                max_edits,
-                prefix_length,
-                max_expansions,
-                transpositions,
-            } => {
-                let spec = FuzzySpec {
-                    term,
-                    max_edits: *max_edits,
-                    prefix_length: *prefix_length,
-                    max_expansions: *max_expansions,
-                    transpositions: *transpositions,
-                };
+            Query::Fuzzy { .. } => {
+                let (field, spec) = FuzzySpec::of(q).expect("a fuzzy query");
                 Weight::build_fuzzy(field, &spec, ctx, boost)?
             }
             Query::ConstantScore { query } => match Weight::build(query, ctx, 1.0)? {
