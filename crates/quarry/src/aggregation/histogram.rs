@@ -615,8 +615,8 @@ enum Locator {
         interval: i64,
         shift: i64,
         kmin: i64,
-        /// The last bucket met: its start, key and slot.
-        last: Option<(i64, i64, Option<usize>)>,
+        /// The last bucket met: its key (where it starts) and slot.
+        last: Option<(i64, Option<usize>)>,
     },
     /// The bucket starts from the segment's smallest to its largest value, `end` the start
     /// after the last; `last`: the slot found last (sorted values fall in it or the next).
@@ -654,8 +654,8 @@ impl Locator {
             } => {
                 // The last bucket's bounds first: a division costs tens of cycles, and values
                 // in index order (times of events) mostly fall in the bucket of the one before.
-                if let Some((lo, key, slot)) = *last {
-                    if lo <= v && v - lo < *interval {
+                if let Some((key, slot)) = *last {
+                    if key <= v && v - key < *interval {
                         return Ok((key, slot));
                     }
                 }
@@ -663,7 +663,7 @@ impl Locator {
                 let key = k.saturating_mul(*interval).saturating_add(*shift);
                 let slot = usize::try_from(k.wrapping_sub(*kmin)).ok();
                 if key <= v && v.checked_sub(key).is_some_and(|d| d < *interval) {
-                    *last = Some((key, key, slot));
+                    *last = Some((key, slot));
                 }
                 Ok((key, slot))
             }
