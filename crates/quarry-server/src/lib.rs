@@ -9,7 +9,8 @@
 //! searching, multi}`), [`dsl`] (query DSL → `Query`), [`bulk`] (NDJSON), [`search`] (request
 //! parameters and response shape), [`engine`] (the one owner of engine handles; writes,
 //! versions and refresh scheduling in `engine::{write, versions, refresh}`), [`indices`]
-//! (registry under the data directory), [`translog`], [`mapping`], [`metrics`], [`error`].
+//! (registry under the data directory), [`translog`], [`mapping`] (with [`dense_vector`]),
+//! [`knn`] and [`retriever`] (vector search and rank fusion), [`metrics`], [`error`].
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,13 +26,16 @@ use axum::Router;
 use tokio::sync::Semaphore;
 
 pub mod bulk;
+pub mod dense_vector;
 pub mod dsl;
 pub mod engine;
 pub mod error;
 pub mod highlight;
 pub mod indices;
+pub mod knn;
 pub mod mapping;
 pub mod metrics;
+pub mod retriever;
 pub mod routes;
 pub mod search;
 pub mod translog;

@@ -39,9 +39,9 @@ pub fn check_index_name(name: &str) -> Result<(), ApiError> {
 /// Builds the schema of a new index from the `mappings` object of `PUT /{index}`.
 ///
 /// Supported field types: `text` (standard analyzer), `keyword`, `integer`/`long`/`short`/
-/// `byte` (all stored as 64-bit integers), `boolean`, `float`/`double` (64-bit) and `date`
-/// (with `format`); `doc_values` turns a field's column off. Anything else is refused with a
-/// 400 naming it.
+/// `byte` (all stored as 64-bit integers), `boolean`, `float`/`double` (64-bit), `date`
+/// (with `format`) and `dense_vector` ([`crate::dense_vector`]); `doc_values` turns a field's
+/// column off. Anything else is refused with a 400 naming it.
 pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError> {
     // `_id` keeps no column, as in Elasticsearch (its doc values are off).
     let mut id = FieldEntry::new(ID_FIELD, FieldType::Keyword);
@@ -104,6 +104,10 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             }
             None => return Err(mapper(format!("no [type] given for field [{name}]"))),
         };
+        if ty == "dense_vector" {
+            fields.push(crate::dense_vector::field_of(name, def)?);
+            continue;
+        }
         let field_type = match ty {
             "text" => FieldType::Text,
             "keyword" => FieldType::Keyword,
@@ -113,7 +117,7 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             "date" => FieldType::Date,
             other => {
                 return Err(mapper(format!(
-                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double, date)"
+                    "No handler for type [{other}] declared on field [{name}] (quarry supports text, keyword, integer, long, short, byte, boolean, float, double, date, dense_vector)"
                 )))
             }
         };
@@ -187,25 +191,30 @@ fn mapper(reason: impl Into<String>) -> ApiError {
     )
 }
 
+/// The Elasticsearch type `GET _mapping` shows for a field type.
+pub fn type_name(ft: FieldType) -> &'static str {
+    match ft {
+        FieldType::Text => "text",
+        FieldType::Keyword => "keyword",
+        FieldType::Integer => "long",
+        FieldType::Boolean => "boolean",
+        FieldType::Float => "double",
+        FieldType::Date => "date",
+        FieldType::Vector => "dense_vector",
+    }
+}
+
 /// The `mappings` object of `GET /{index}/_mapping` for a schema.
 pub fn mappings_of(schema: &Schema) -> Value {
     let mut props = Map::new();
     let hidden = |n: &str| n == ID_FIELD || crate::engine::versions::META_FIELDS.contains(&n);
     for f in schema.fields().iter().filter(|f| !hidden(&f.name)) {
-        let ty = match f.field_type {
-            FieldType::Text => "text",
-            FieldType::Keyword => "keyword",
-            FieldType::Integer => "long",
-            FieldType::Boolean => "boolean",
-            FieldType::Float => "double",
-            FieldType::Date => "date",
-            FieldType::Vector => "dense_vector",
-        };
-        let mut def = json!({"type": ty});
-        if let Some(o) = f.vector_options() {
-            def["dims"] = json!(o.dims);
-            def["similarity"] = json!(o.similarity.name());
+        if let Some(def) = crate::dense_vector::mapping_of(f) {
+            props.insert(f.name.clone(), def);
+            continue;
         }
+        let ty = type_name(f.field_type);
+        let mut def = json!({"type": ty});
         if let Some(fmt) = &f.format {
             def["format"] = json!(fmt);
         }

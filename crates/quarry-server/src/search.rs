@@ -57,6 +57,9 @@ pub struct SearchRequest {
     pub aggs: Option<quarry::aggregation::Aggregations>,
     /// `highlight`: hits carry the highlighted fragments of these fields.
     pub highlight: Option<crate::highlight::HighlightRequest>,
+    /// `knn` or `retriever`: what is ranked instead of (or beside) `query`
+    /// ([`crate::retriever`]).
+    pub ranked: Option<crate::retriever::Ranked>,
 }
 
 /// Parses one sort entry: `"field"`, `"_score"`, `{"field": "desc"}` or
@@ -384,6 +387,8 @@ pub fn parse_request(
             "aggs",
             "aggregations",
             "highlight",
+            "knn",
+            "retriever",
         ]
     };
     for k in m.keys() {
@@ -511,7 +516,10 @@ pub fn parse_request(
         .get("highlight")
         .map(crate::highlight::parse)
         .transpose()?;
+    let query_given = m.contains_key("query") || params.contains_key("q");
+    let ranked = crate::retriever::parse(m, searcher, query_given, size)?;
     Ok(SearchRequest {
+        ranked,
         highlight,
         aggs,
         version,
@@ -560,6 +568,9 @@ pub fn run(
         TrackTotal::Off => SearchMode::Top,
         TrackTotal::UpTo(_) => SearchMode::TopCount,
     };
+    if let Some(r) = &req.ranked {
+        return crate::retriever::run(handle, req, r, took_start, default_timeout);
+    }
     if !req.sort.is_empty() {
         return run_sorted(handle, req, took_start);
     }
@@ -604,7 +615,10 @@ pub fn run(
 
 /// The `aggregations` of a request's matches, if it asked for any (over the same searcher as
 /// its hits).
-fn aggregations_of(searcher: &Searcher, req: &SearchRequest) -> Result<Option<Value>, ApiError> {
+pub(crate) fn aggregations_of(
+    searcher: &Searcher,
+    req: &SearchRequest,
+) -> Result<Option<Value>, ApiError> {
     match &req.aggs {
         None => Ok(None),
         Some(aggs) => Ok(Some(searcher.aggregate(&req.query, aggs)?)),
@@ -612,7 +626,7 @@ fn aggregations_of(searcher: &Searcher, req: &SearchRequest) -> Result<Option<Va
 }
 
 /// The highlighter of a request that asks for highlighting.
-fn highlighter_of(
+pub(crate) fn highlighter_of(
     searcher: &Searcher,
     req: &SearchRequest,
 ) -> Option<quarry::highlight::Highlighter> {
@@ -623,7 +637,7 @@ fn highlighter_of(
 
 /// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata,
 /// `_source` and `highlight`).
-fn hit_json(
+pub(crate) fn hit_json(
     handle: &IndexHandle,
     req: &SearchRequest,
     searcher: &Searcher,
