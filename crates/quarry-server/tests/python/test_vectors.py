@@ -47,6 +47,8 @@ MAPPINGS = {"properties": {
           "index_options": {"type": "int8_hnsw"}},
     "d": {"type": "dense_vector", "dims": DIMS, "similarity": "max_inner_product",
           "index_options": {"type": "flat"}},
+    "u": {"type": "dense_vector", "dims": DIMS, "similarity": "dot_product",
+          "index_options": {"type": "int8_flat"}},
     "body": {"type": "text"},
     "tag": {"type": "keyword"},
 }}
@@ -65,11 +67,17 @@ def client(module, url):
         items = list(DOCS.items())
         # Two batches with a refresh between: two segments.
         for part in (items[: N // 2], items[N // 2:]):
-            actions = ({"_index": index, "_id": i, "_source": dict(d, d=d["v"])} for i, d in part)
+            actions = ({"_index": index, "_id": i, "_source": dict(d, d=d["v"], u=unit(d["v"]))}
+                       for i, d in part)
             ok, errors = helpers.bulk(es, actions, chunk_size=200)
             assert ok == len(part) and not errors
             es.indices.refresh(index=index)
     return es_mod, es, index
+
+
+def unit(v):
+    n = math.sqrt(sum(x * x for x in v))
+    return [x / n for x in v]
 
 
 # Elasticsearch's scores, computed by brute force.
@@ -87,9 +95,13 @@ def mip_score(a, b):
     return 1.0 / (1.0 - dot) if dot < 0 else dot + 1.0
 
 
+def dot_score(a, b):
+    return max(0.0, (1.0 + sum(x * y for x, y in zip(a, b))) / 2.0)
+
+
 def brute(field, q, score, keep=lambda i, d: True):
-    src = "v" if field == "d" else field
-    return sorted(((i, score(d[src], q)) for i, d in DOCS.items() if keep(i, d)),
+    vec = {"d": lambda d: d["v"], "u": lambda d: unit(d["v"])}.get(field, lambda d: d[field])
+    return sorted(((i, score(vec(d), q)) for i, d in DOCS.items() if keep(i, d)),
                   key=lambda x: -x[1])
 
 
@@ -123,6 +135,8 @@ def test_mapping_and_documents(url, module):
                           "index_options": {"type": "hnsw", "m": 8, "ef_construction": 64}}
     assert props["c"]["index_options"]["type"] == "int8_hnsw"
     assert props["d"]["index_options"] == {"type": "flat"}
+    assert props["u"]["index_options"] == {"type": "int8_flat"}
+    assert props["u"]["similarity"] == "dot_product"
     got = es.get(index=index, id="7")["_source"]
     assert got["v"] == DOCS["7"]["v"]
     assert es.count(index=index)["count"] == N
@@ -133,10 +147,12 @@ def test_knn_matches_brute_force(url, module):
     _, es, index = client(module, url)
     for seed in range(3):
         q = query_vector(seed)
-        for field, score in (("v", l2_score), ("c", cosine_score), ("d", mip_score)):
-            r = es.search(index=index, knn={"field": field, "query_vector": q, "k": 10,
+        for field, score in (("v", l2_score), ("c", cosine_score), ("d", mip_score),
+                             ("u", dot_score)):
+            qv = unit(q) if field == "u" else q
+            r = es.search(index=index, knn={"field": field, "query_vector": qv, "k": 10,
                                             "num_candidates": 1000}, source=False)
-            assert_ranking(ranking(r), brute(field, q, score), 10)
+            assert_ranking(ranking(r), brute(field, qv, score), 10)
             assert r["hits"]["total"]["value"] == 10
     q = query_vector(9)
     # size and from page through the k best.
