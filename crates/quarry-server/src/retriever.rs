@@ -497,3 +497,130 @@ pub fn run(
 fn s_count(s: &Searcher, q: &Query, opts: &SearchOptions) -> Result<u64, ApiError> {
     Ok(s.search_with(q, 0, SearchMode::Count, opts)?.total_hits)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry::vector::Similarity;
+
+    fn searcher() -> Searcher {
+        let schema = quarry::Schema::builder()
+            .keyword("_id")
+            .text("body", true)
+            .vector("v", 2, Similarity::Cosine)
+            .build();
+        Searcher::new(schema, std::sync::Arc::new(Vec::new()))
+    }
+
+    fn body(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn retrievers_parse_with_elasticsearch_s_defaults() {
+        let s = searcher();
+        let knn =
+            json!({"knn": {"field": "v", "query_vector": [1, 0], "k": 3, "num_candidates": 5}});
+        let m = body(json!({"retriever": {"rrf": {"retrievers": [
+            {"standard": {"query": {"match": {"body": "x"}}, "filter": [{"term": {"body": "y"}}]}},
+            knn.clone()]}}}));
+        let Some(Ranked::Retriever(Retriever::Rrf {
+            children,
+            rank_constant,
+            window,
+        })) = parse(&m, &s, false, 7).unwrap()
+        else {
+            panic!("not an rrf retriever")
+        };
+        assert_eq!((rank_constant, window, children.len()), (60, 7, 2));
+        assert!(
+            matches!(&children[0], Retriever::Standard(Query::Boolean { clauses, .. }) if clauses.len() == 2)
+        );
+        assert!(matches!(&children[1], Retriever::Knn(k) if k.query.k == 3));
+        let m = body(
+            json!({"retriever": {"linear": {"normalizer": "minmax", "rank_window_size": 20,
+            "retrievers": [{"retriever": knn.clone(), "weight": 2},
+                           {"retriever": knn.clone(), "normalizer": "l2_norm"}]}}}),
+        );
+        let Some(Ranked::Retriever(Retriever::Linear { children, window })) =
+            parse(&m, &s, false, 10).unwrap()
+        else {
+            panic!("not a linear retriever")
+        };
+        assert_eq!(window, 20);
+        assert_eq!((children[0].1, children[0].2), (2.0, Normalizer::MinMax));
+        assert_eq!((children[1].1, children[1].2), (1.0, Normalizer::L2Norm));
+        let m = body(json!({"knn": knn["knn"].clone()}));
+        assert!(matches!(
+            parse(&m, &s, true, 10).unwrap(),
+            Some(Ranked::Knn { with_query: true, ref sections }) if sections.len() == 1
+        ));
+        assert!(parse(&body(json!({"size": 3})), &s, false, 3)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn bad_retrievers_are_refused_by_name() {
+        let s = searcher();
+        let knn = json!({"knn": {"field": "v", "query_vector": [1, 0]}});
+        for (m, query_given, needle) in [
+            (json!({"retriever": knn.clone()}), true, "[query]"),
+            (
+                json!({"retriever": knn.clone(), "knn": knn["knn"].clone()}),
+                false,
+                "[knn]",
+            ),
+            (
+                json!({"knn": knn["knn"].clone(), "sort": ["_doc"]}),
+                false,
+                "[sort]",
+            ),
+            (
+                json!({"retriever": {"rrf": {"retrievers": []}}}),
+                false,
+                "[retrievers]",
+            ),
+            (
+                json!({"retriever": {"rrf": {"retrievers": [knn.clone()], "rank_constant": 0}}}),
+                false,
+                "[rank_constant]",
+            ),
+            (
+                json!({"retriever": {"rrf": {"retrievers": [knn.clone()], "window_size": 5}}}),
+                false,
+                "[window_size]",
+            ),
+            (
+                json!({"retriever": {"rrf": {"retrievers": [knn.clone()], "rank_window_size": 5}}}),
+                false,
+                "[size]",
+            ),
+            (
+                json!({"retriever": {"linear": {"retrievers": [{"weight": 1}]}}}),
+                false,
+                "[retriever]",
+            ),
+            (
+                json!({"retriever": {"linear": {"retrievers": [{"retriever": knn.clone(), "weight": "x"}]}}}),
+                false,
+                "[weight]",
+            ),
+            (
+                json!({"retriever": {"standard": {"query": {"match_all": {}}, "sort": []}}}),
+                false,
+                "[sort]",
+            ),
+            (
+                json!({"retriever": {"standard": {}, "knn": {}}}),
+                false,
+                "one key",
+            ),
+            (json!({"retriever": {"rule": {}}}), false, "[rule]"),
+        ] {
+            let e = parse(&body(m.clone()), &s, query_given, 10).unwrap_err();
+            assert_eq!(e.status.as_u16(), 400);
+            assert!(e.reason.contains(needle), "{m}: {}", e.reason);
+        }
+    }
+}
