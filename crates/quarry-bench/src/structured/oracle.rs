@@ -36,15 +36,45 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// The words of a text as SeekStorm 4.0.1's `UnicodeAlphanumeric` tokenizer splits a document
+/// (`tokenizer.rs`): lowercased runs of word characters (letters, digits, `_`), which `+`, `-`
+/// and `#` continue once a run has started (`oil-bearing`, `non-oil` and `oil-` are one word
+/// each); anything else, `'` included, ends a run.
+pub fn seekstorm_words(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in lower.chars() {
+        if c.is_alphanumeric() || c == '_' || (!cur.is_empty() && matches!(c, '+' | '-' | '#')) {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// How a text is split into words: the standard (Lucene's) way, or another engine's.
+pub type Words = fn(&str) -> Vec<String>;
+
 /// A query prepared against a dataset: which rows match.
 pub struct Matcher<'a> {
     ds: &'a Dataset,
     filters: Vec<(usize, &'a Filter)>,
     text: Option<(usize, HashSet<&'a str>)>,
+    words: Words,
 }
 
 impl<'a> Matcher<'a> {
     pub fn new(ds: &'a Dataset, spec: &'a QuerySpec) -> Result<Self> {
+        Self::with_words(ds, spec, words)
+    }
+
+    /// A matcher that splits texts with `words` (the standard tokenizer in [`Matcher::new`]).
+    pub fn with_words(ds: &'a Dataset, spec: &'a QuerySpec, words: Words) -> Result<Self> {
         let mut filters = Vec::new();
         for f in &spec.filters {
             let name = match f {
@@ -60,7 +90,12 @@ impl<'a> Matcher<'a> {
                 spec.text.iter().map(String::as_str).collect(),
             ))
         };
-        Ok(Matcher { ds, filters, text })
+        Ok(Matcher {
+            ds,
+            filters,
+            text,
+            words,
+        })
     }
 
     /// Whether row `i` matches.
@@ -82,7 +117,7 @@ impl<'a> Matcher<'a> {
             let Val::Text(t) = &row[*pos] else {
                 return false;
             };
-            if !words(t).iter().any(|w| want.contains(w.as_str())) {
+            if !(self.words)(t).iter().any(|w| want.contains(w.as_str())) {
                 return false;
             }
         }
@@ -172,7 +207,12 @@ pub fn key_counts(ds: &Dataset, hits: &[usize], field: &str) -> Result<HashMap<S
 
 /// The oracle's answer to `spec` over `ds`.
 pub fn answer(ds: &Dataset, spec: &QuerySpec) -> Result<Answer> {
-    let m = Matcher::new(ds, spec)?;
+    answer_with(ds, spec, words)
+}
+
+/// The oracle's answer to `spec` over `ds` with texts split by `words`.
+pub fn answer_with(ds: &Dataset, spec: &QuerySpec, words: Words) -> Result<Answer> {
+    let m = Matcher::with_words(ds, spec, words)?;
     let hits = m.all();
     Ok(match &spec.op {
         Op::Count => Answer::Count {

@@ -16,7 +16,7 @@ use crate::charts::{grouped_bars, Series};
 use crate::measure::{geomean, percentile};
 
 /// Engines in report order.
-pub const ENGINES: [&str; 3] = ["quarry", "tantivy", "lucene"];
+pub const ENGINES: [&str; 4] = ["quarry", "tantivy", "lucene", "seekstorm"];
 
 /// What each engine's timed call is.
 pub fn timed(engine: &str) -> &'static str {
@@ -189,13 +189,16 @@ pub fn class_p50(record: &Value) -> Vec<(String, HashMap<String, f64>)> {
         .iter()
         .map(|class| {
             let mut m = HashMap::new();
+            let in_class: Vec<&Value> = queries
+                .iter()
+                .filter(|q| q["spec"]["class"] == *class)
+                .collect();
             for e in ENGINES {
-                let v: Vec<f64> = queries
-                    .iter()
-                    .filter(|q| q["spec"]["class"] == *class)
-                    .filter_map(|q| p50(q, e))
-                    .collect();
-                if !v.is_empty() {
+                let v: Vec<f64> = in_class.iter().filter_map(|q| p50(q, e)).collect();
+                // A geometric mean over fewer queries than the class has would compare
+                // different work: an engine that answers only some of the class is left out of
+                // the class row (its queries are in the per-query table).
+                if !v.is_empty() && v.len() == in_class.len() {
                     m.insert(e.to_string(), geomean(&v));
                 }
             }
@@ -436,7 +439,13 @@ pub fn write(record: &Value, out: &Path, stem: &str) -> Result<PathBuf> {
         "\nSubstitutions where an engine lacks the feature: Tantivy has no `search_after` (deep \
          pages use `and_offset`) and no `calendar_interval` (flights per month are a `range` \
          aggregation over the months' bounds, read from the date column's min and max at \
-         preparation). Field semantics: `sched` is the scheduled departure's New York wall-clock \
+         preparation). SeekStorm: one shard (its parallel search over shards is not used, as \
+         every engine gets one segment and one thread), deep pages by offset, date histograms as \
+         one facet range per month or day between the field's extremes (recorded at indexing), \
+         no metric aggregations (stats not supported), and no missing values in facets: the \
+         driver writes a placeholder (i64::MIN, or a MISSING keyword) for a missing value and \
+         keeps it out of ranges, ascending sorts and counts. An engine that does not answer \
+         every query of a class is left out of that class's row. Field semantics: `sched` is the scheduled departure's New York wall-clock \
          time written as UTC, so months and days are local; ranges are inclusive on both ends; \
          missing values sort last in both directions; filters never score.\n"
     )?;
