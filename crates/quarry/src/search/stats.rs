@@ -120,7 +120,15 @@ fn scored_terms(
                 scored_terms(q, out, expand)?;
             }
         }
-        Query::Boosting { positive, .. } => scored_terms(positive, out, expand)?,
+        // The negative side and a constant-score query's inner query score nothing, but their
+        // term weights are built with the scoring statistics all the same.
+        Query::Boosting {
+            positive, negative, ..
+        } => {
+            scored_terms(positive, out, expand)?;
+            scored_terms(negative, out, expand)?;
+        }
+        Query::ConstantScore { query } => scored_terms(query, out, expand)?,
         Query::Fuzzy { .. } => {
             let (field, spec) = super::multiterm::FuzzySpec::of(q).expect("a fuzzy query");
             spec.check(field)?;
@@ -128,12 +136,11 @@ fn scored_terms(
                 out.push((field.to_string(), t));
             }
         }
-        // Prefix, wildcard, regexp, range and constant-score queries score a constant;
+        // Prefix, wildcard, regexp and range queries score a constant;
         // match-all and match-none use no statistics.
         Query::Prefix { .. }
         | Query::Wildcard { .. }
         | Query::Regexp { .. }
-        | Query::ConstantScore { .. }
         | Query::Range { .. }
         | Query::MatchAll
         | Query::MatchNone => {}
