@@ -240,6 +240,6 @@ pub use reader::{IndexReader, ReloadPolicy};
 pub use schema::{FieldEntry, FieldType, Schema};
 pub use search::sort::{SortField, SortKey, SortValue, SortedHit, SortedResult};
 pub use search::{
-    Bm25, CollectionStats, DocAddress, Hit, SearchMode, SearchOptions, SearchResult, Searcher,
-    TermStats,
+    Bm25, CollectionStats, DocAddress, Explanation, Hit, SearchMode, SearchOptions, SearchResult,
+    Searcher, TermStats,
 };

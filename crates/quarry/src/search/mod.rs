@@ -8,6 +8,7 @@ pub mod bm25;
 pub mod collector;
 mod conjunction;
 mod count;
+pub mod explain;
 pub mod knn;
 pub mod multiterm;
 mod phrase;
@@ -25,6 +26,7 @@ use std::time::Instant;
 
 pub use bm25::{Bm25, FieldStats};
 pub use collector::{AllLive, Budget, DocAddress, Hit, LeafCollector, LiveFilter, TopK};
+pub use explain::Explanation;
 use scorer::TERMINATED;
 pub(crate) use segment_search::scorer_corruption;
 use segment_search::search_segment;

@@ -343,6 +343,9 @@ impl Scorer for PhraseScorer {
     fn score(&mut self) -> f32 {
         self.sim.score(self.freq, self.norm())
     }
+    fn freq_norm(&mut self) -> Option<(f32, u8)> {
+        Some((self.freq, self.norm()))
+    }
     fn cost(&self) -> u64 {
         u64::from(self.cursors[self.order[0]].doc_freq())
     }

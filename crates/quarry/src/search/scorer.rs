@@ -48,6 +48,11 @@ pub trait Scorer: Send {
     fn seek_competitive(&mut self, target: u32, _need: f32, _limit: u32) -> u32 {
         self.seek(target)
     }
+    /// The BM25 frequency and norm byte the score of the current (matching) document comes
+    /// from, for scorers of one term or phrase ([`crate::search::explain`]); `None` for others.
+    fn freq_norm(&mut self) -> Option<(f32, u8)> {
+        None
+    }
     /// An inconsistency met in the index data, reported after the search.
     fn corruption(&self) -> Option<Corruption> {
         None
@@ -291,6 +296,10 @@ impl Scorer for TermScorer {
     fn score(&mut self) -> f32 {
         let d = self.cursor.doc();
         self.sim.score(self.cursor.freq() as f32, self.norm(d))
+    }
+    fn freq_norm(&mut self) -> Option<(f32, u8)> {
+        let d = self.cursor.doc();
+        Some((self.cursor.freq() as f32, self.norm(d)))
     }
     fn cost(&self) -> u64 {
         u64::from(self.cursor.doc_freq())

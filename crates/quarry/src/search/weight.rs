@@ -149,7 +149,7 @@ impl Context<'_> {
 
     /// The document frequency to score with: the supplied one when statistics were supplied
     /// (an error if they lack the term), else `local`.
-    fn scoring_doc_freq(&self, field: u32, term: &str, local: u64) -> Result<u64> {
+    pub(crate) fn scoring_doc_freq(&self, field: u32, term: &str, local: u64) -> Result<u64> {
         let Some(g) = self.global else {
             return Ok(local);
         };
@@ -455,7 +455,7 @@ impl Weight {
 
     /// A term's weight scored with `blended_df` instead of its own document frequency when
     /// given (the expansions of a fuzzy query, [`Weight::build_fuzzy`]).
-    fn build_term_df(
+    pub(crate) fn build_term_df(
         f: u32,
         term: &str,
         ctx: &Context,
