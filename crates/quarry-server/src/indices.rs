@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 use axum::http::StatusCode;
 use serde_json::Value;
 
+use crate::aliases::{Aliases, ALIASES_FILE};
 use crate::engine::{IndexHandle, IndexSettings};
 use crate::error::ApiError;
 use crate::mapping::{check_index_name, schema_from_mappings};
@@ -16,6 +17,8 @@ pub struct Indices {
     data: PathBuf,
     map: RwLock<BTreeMap<String, Arc<IndexHandle>>>,
     metrics: Arc<Metrics>,
+    /// The aliases (see [`crate::aliases`]).
+    aliases: Aliases,
     /// Bumped after every create and delete, for requests that wait for the set of indexes to
     /// change (`_cluster/health` on a missing index, or with `wait_for_status`).
     changes: tokio::sync::watch::Sender<u64>,
@@ -34,6 +37,9 @@ impl Indices {
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
+            if name == ALIASES_FILE {
+                continue;
+            }
             if check_index_name(&name).is_err() || !entry.path().join("index").is_dir() {
                 tracing::warn!(path = %entry.path().display(), "skipping: not an index directory");
                 continue;
@@ -42,10 +48,12 @@ impl Indices {
             tracing::info!(index = %name, "opened");
             map.insert(name, Arc::new(handle));
         }
+        let aliases = Aliases::open(data)?;
         Ok(Indices {
             data: data.to_path_buf(),
             map: RwLock::new(map),
             metrics,
+            aliases,
             changes: tokio::sync::watch::Sender::new(0),
         })
     }
@@ -59,14 +67,28 @@ impl Indices {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// The index called `name`, or 404.
+    /// The index called `name`, or the write index of the alias `name` (see
+    /// [`crate::aliases`]), or 404.
     pub fn get(&self, name: &str) -> Result<Arc<IndexHandle>, ApiError> {
-        self.map
-            .read()
-            .expect("indices lock")
-            .get(name)
-            .cloned()
-            .ok_or_else(|| ApiError::no_index(name))
+        if let Some(h) = self.get_exact(name) {
+            return Ok(h);
+        }
+        match self.aliases.write_index(name) {
+            Some(target) => self
+                .get_exact(&target?)
+                .ok_or_else(|| ApiError::no_index(name)),
+            None => Err(ApiError::no_index(name)),
+        }
+    }
+
+    /// The index called `name` (not an alias).
+    pub fn get_exact(&self, name: &str) -> Option<Arc<IndexHandle>> {
+        self.map.read().expect("indices lock").get(name).cloned()
+    }
+
+    /// The alias table.
+    pub fn aliases(&self) -> &Aliases {
+        &self.aliases
     }
 
     /// All open indexes.
@@ -110,6 +132,14 @@ impl Indices {
                 other => other.into(),
             })?;
         }
+        if self.aliases.contains(name) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_index_name_exception",
+                format!("Invalid index name [{name}], already exists as alias"),
+            )
+            .in_index(name));
+        }
         let mut map = self.map.write().expect("indices lock");
         if map.contains_key(name) {
             return Err(ApiError::new(
@@ -149,6 +179,7 @@ impl Indices {
             .ok_or_else(|| ApiError::no_index(name))?;
         drop(handle);
         self.changed();
+        self.aliases.remove_index(name)?;
         std::fs::remove_dir_all(self.data.join(name))
             .map_err(|e| ApiError::internal(format!("deleting index [{name}]: {e}")))?;
         tracing::info!(index = %name, "deleted");

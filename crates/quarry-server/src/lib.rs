@@ -25,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::sync::Semaphore;
 
+pub mod aliases;
 pub mod bulk;
 pub mod dense_vector;
 pub mod dsl;
@@ -35,6 +36,8 @@ pub mod indices;
 pub mod knn;
 pub mod mapping;
 pub mod metrics;
+pub mod multi_index;
+pub mod resolve;
 pub mod retriever;
 pub mod routes;
 pub mod search;

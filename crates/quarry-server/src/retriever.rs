@@ -425,14 +425,16 @@ fn knn_ranking(
 
 /// Runs a search whose request has `knn` or a `retriever` and builds the Elasticsearch
 /// response (hits, total, aggregations, highlighting).
+/// `owners[i]` is the index of the searcher's segment `i` (several with one mapping, see
+/// [`crate::multi_index`]).
 pub fn run(
-    handle: &IndexHandle,
+    searcher: &Searcher,
+    owners: &[&IndexHandle],
     req: &SearchRequest,
     ranked: &Ranked,
     took_start: Instant,
     default_timeout: Option<Duration>,
 ) -> Result<Value, ApiError> {
-    let searcher = handle.searcher();
     let opts = req.options(took_start, default_timeout);
     let n = req.from + req.size;
     let (ranking, exact_total) = match ranked {
@@ -443,7 +445,7 @@ pub fn run(
             let r = knn_ranking(
                 sections,
                 with_query.then_some(&req.query),
-                &searcher,
+                searcher,
                 n,
                 &opts,
             )?;
@@ -451,18 +453,18 @@ pub fn run(
             let total = (!with_query).then_some(r.hits.len() as u64);
             (r, total)
         }
-        Ranked::Retriever(r) => (eval(r, &searcher, n, &opts)?, None),
+        Ranked::Retriever(r) => (eval(r, searcher, n, &opts)?, None),
     };
     // The request as the hits, highlighting and aggregations see it: matching what was ranked.
     let mut shown = req.clone();
     shown.query = ranking.matching;
-    let highlighter = crate::search::highlighter_of(&searcher, &shown);
+    let highlighter = crate::search::highlighter_of(searcher, &shown);
     let mut hits = Vec::new();
     for hit in ranking.hits.iter().skip(req.from).take(req.size) {
         hits.push(crate::search::hit_json(
-            handle,
+            owners[hit.doc.segment as usize],
             &shown,
-            &searcher,
+            searcher,
             highlighter.as_ref(),
             hit.doc,
             Some(hit.score),
@@ -473,7 +475,7 @@ pub fn run(
     if let TrackTotal::UpTo(limit) = req.track_total {
         let total = match exact_total {
             Some(t) => t,
-            None => s_count(&searcher, &shown.query, &opts)?,
+            None => s_count(searcher, &shown.query, &opts)?,
         };
         let (value, relation) = if total > limit {
             (limit, "gte")
@@ -482,13 +484,14 @@ pub fn run(
         };
         hits_obj["total"] = json!({"value": value, "relation": relation});
     }
+    let shards = crate::search::shard_count(owners);
     let mut body = json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": ranking.timed_out,
-        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
         "hits": hits_obj,
     });
-    if let Some(a) = crate::search::aggregations_of(&searcher, &shown)? {
+    if let Some(a) = crate::search::aggregations_of(searcher, &shown)? {
         body["aggregations"] = a;
     }
     Ok(body)

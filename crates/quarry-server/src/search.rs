@@ -60,6 +60,8 @@ pub struct SearchRequest {
     /// `knn` or `retriever`: what is ranked instead of (or beside) `query`
     /// ([`crate::retriever`]).
     pub ranked: Option<crate::retriever::Ranked>,
+    /// `explain=true`: hits carry Lucene's `_explanation` of their score.
+    pub explain: bool,
 }
 
 /// Parses one sort entry: `"field"`, `"_score"`, `{"field": "desc"}` or
@@ -389,6 +391,7 @@ pub fn parse_request(
             "highlight",
             "knn",
             "retriever",
+            "explain",
         ]
     };
     for k in m.keys() {
@@ -474,6 +477,7 @@ pub fn parse_request(
     let version = flag("version")?;
     let seq_no_primary_term = flag("seq_no_primary_term")?;
     let track_scores = flag("track_scores")?;
+    let explain = flag("explain")?;
     let sort = match pick("sort") {
         None => Vec::new(),
         Some(v) => parse_sort(&v, searcher)?,
@@ -520,6 +524,7 @@ pub fn parse_request(
     let ranked = crate::retriever::parse(m, searcher, query_given, size)?;
     Ok(SearchRequest {
         ranked,
+        explain,
         highlight,
         aggs,
         version,
@@ -561,6 +566,20 @@ pub fn run(
     took_start: Instant,
     default_timeout: Option<Duration>,
 ) -> Result<Value, ApiError> {
+    let searcher = handle.searcher();
+    let owners = vec![handle; searcher.segments().len()];
+    run_on(&searcher, &owners, req, took_start, default_timeout)
+}
+
+/// [`run`] on a searcher whose segment `i` belongs to the index `owners[i]` (a searcher over
+/// the segments of several indexes with one mapping, see [`crate::multi_index`]).
+pub(crate) fn run_on(
+    searcher: &Searcher,
+    owners: &[&IndexHandle],
+    req: &SearchRequest,
+    took_start: Instant,
+    default_timeout: Option<Duration>,
+) -> Result<Value, ApiError> {
     let k = req.from + req.size;
     let mode = match req.track_total {
         // Only the count is asked for: nothing to score.
@@ -569,20 +588,20 @@ pub fn run(
         TrackTotal::UpTo(_) => SearchMode::TopCount,
     };
     if let Some(r) = &req.ranked {
-        return crate::retriever::run(handle, req, r, took_start, default_timeout);
+        return crate::retriever::run(searcher, owners, req, r, took_start, default_timeout);
     }
     if !req.sort.is_empty() {
-        return run_sorted(handle, req, took_start);
+        return run_sorted(searcher, owners, req, took_start);
     }
     let opts = req.options(took_start, default_timeout);
-    let (searcher, result) = handle.search(&req.query, k.max(1), mode, &opts)?;
+    let result = searcher.search_with(&req.query, k.max(1), mode, &opts)?;
     let mut hits = Vec::new();
-    let highlighter = highlighter_of(&searcher, req);
+    let highlighter = highlighter_of(searcher, req);
     for hit in result.top.iter().skip(req.from).take(req.size) {
         hits.push(hit_json(
-            handle,
+            owners[hit.doc.segment as usize],
             req,
-            &searcher,
+            searcher,
             highlighter.as_ref(),
             hit.doc,
             Some(hit.score),
@@ -590,7 +609,7 @@ pub fn run(
     }
     let max_score = result.top.first().map(|h| h.score);
     let mut hits_obj = json!({"max_score": max_score, "hits": hits});
-    let aggregations = aggregations_of(&searcher, req)?;
+    let aggregations = aggregations_of(searcher, req)?;
     if let TrackTotal::UpTo(limit) = req.track_total {
         let (value, relation) = if result.total_hits > limit {
             (limit, "gte")
@@ -601,16 +620,24 @@ pub fn run(
         };
         hits_obj["total"] = json!({"value": value, "relation": relation});
     }
+    let shards = shard_count(owners);
     let mut body = json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": result.timed_out,
-        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
         "hits": hits_obj,
     });
     if let Some(a) = aggregations {
         body["aggregations"] = a;
     }
     Ok(body)
+}
+
+/// The number of indexes among the owners of a searcher's segments (at least 1).
+pub(crate) fn shard_count(owners: &[&IndexHandle]) -> usize {
+    let mut names: Vec<&str> = owners.iter().map(|h| h.name()).collect();
+    names.dedup();
+    names.len().max(1)
 }
 
 /// The `aggregations` of a request's matches, if it asked for any (over the same searcher as
@@ -671,17 +698,20 @@ pub(crate) fn hit_json(
     if let Some(hl) = highlight {
         h["highlight"] = hl;
     }
+    if req.explain {
+        h["_explanation"] = searcher.explain(&req.query, doc)?.to_json();
+    }
     Ok(h)
 }
 
 /// A search sorted by fields: hits carry their `sort` values; `_score` is null unless a sort
 /// key is the score or `track_scores` is set (as in Elasticsearch). The total is exact.
 fn run_sorted(
-    handle: &IndexHandle,
+    searcher: &Searcher,
+    owners: &[&IndexHandle],
     req: &SearchRequest,
     took_start: Instant,
 ) -> Result<Value, ApiError> {
-    let searcher = handle.searcher();
     let k = req.from + req.size;
     let r = searcher.search_sorted(
         &req.query,
@@ -693,12 +723,12 @@ fn run_sorted(
     let scored = req.track_scores || req.sort.iter().any(|s| s.key == SortKey::Score);
     let mut hits = Vec::new();
     let max_score = r.max_score.filter(|_| scored);
-    let highlighter = highlighter_of(&searcher, req);
+    let highlighter = highlighter_of(searcher, req);
     for h in r.hits.iter().skip(req.from).take(req.size) {
         let mut j = hit_json(
-            handle,
+            owners[h.hit.doc.segment as usize],
             req,
-            &searcher,
+            searcher,
             highlighter.as_ref(),
             h.hit.doc,
             scored.then_some(h.hit.score),
@@ -715,13 +745,14 @@ fn run_sorted(
         };
         hits_obj["total"] = json!({"value": value, "relation": relation});
     }
+    let shards = shard_count(owners);
     let mut body = json!({
         "took": took_start.elapsed().as_millis() as u64,
         "timed_out": false,
-        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
         "hits": hits_obj,
     });
-    if let Some(a) = aggregations_of(&searcher, req)? {
+    if let Some(a) = aggregations_of(searcher, req)? {
         body["aggregations"] = a;
     }
     Ok(body)

@@ -352,10 +352,10 @@ async fn health_cat_wait_for_and_refusals() {
         ),
         (
             "GET",
-            "/_search",
+            "/_search_shards",
             None,
             400,
-            "no handler found for uri [/_search] and method [GET]",
+            "no handler found for uri [/_search_shards] and method [GET]",
         ),
         (
             "GET",

@@ -93,6 +93,8 @@ async fn doc_write(
 ) -> ApiResult {
     let refresh = refresh_param(p)?;
     let h = state.indices.get(&index)?;
+    // The index itself, also when the path names an alias.
+    let index = h.name().to_string();
     let (mut results, forced) = apply_writes(&state, h, vec![op], refresh).await?;
     match results.pop() {
         Some(Ok(o)) => {
@@ -351,7 +353,13 @@ pub async fn get_doc(
     )?;
     let filter = source_params(&p)?;
     let mode = ReadMode::from_params(&p)?;
-    match fetch_doc(&state, &index, id.clone(), mode).await? {
+    let found = fetch_doc(&state, &index, id.clone(), mode).await?;
+    // The index itself, also when the path names an alias.
+    let index = state
+        .indices
+        .get(&index)
+        .map_or(index, |h| h.name().to_string());
+    match found {
         Some((src, meta)) => {
             let mut body = json!({"_index": index, "_id": id, "_version": meta.version,
                                   "_seq_no": meta.seq_no, "_primary_term": meta.primary_term,
@@ -450,7 +458,12 @@ async fn bulk_common(
             indexes[*s] = g.index.clone();
         }
         let outcome = match check_index_name(&g.index).and_then(|_| state.indices.get(&g.index)) {
-            Ok(h) => apply_writes(&state, h, g.ops, refresh).await,
+            Ok(h) => {
+                for s in &g.slots {
+                    indexes[*s] = h.name().to_string();
+                }
+                apply_writes(&state, h, g.ops, refresh).await
+            }
             Err(e) => Err(e),
         };
         match outcome {

@@ -20,12 +20,18 @@ use crate::error::ApiError;
 use crate::AppState;
 
 pub mod admin;
+pub mod aliases;
+pub mod by_query;
 pub mod documents;
+pub mod explain;
 pub mod multi;
 pub mod searching;
 
 use admin::*;
+use aliases::*;
+use by_query::*;
 use documents::*;
+use explain::*;
 use multi::*;
 use searching::*;
 
@@ -45,6 +51,27 @@ pub fn routes() -> Router<AppState> {
         .route("/_refresh", post(refresh_all).get(refresh_all))
         .route("/_mget", get(mget_all).post(mget_all))
         .route("/_msearch", get(msearch_all).post(msearch_all))
+        .route("/_search", get(search_all).post(search_all))
+        .route("/_count", get(count_all).post(count_all))
+        .route("/_aliases", post(update_aliases))
+        .route("/_alias", get(get_all_aliases))
+        .route(
+            "/_alias/{name}",
+            get(get_alias_named).head(head_alias_named),
+        )
+        .route("/{index}/_alias", get(get_index_aliases))
+        .route(
+            "/{index}/_alias/{name}",
+            get(get_index_alias_named)
+                .head(head_index_alias_named)
+                .put(put_alias)
+                .post(put_alias)
+                .delete(delete_alias),
+        )
+        .route(
+            "/{index}/_aliases/{name}",
+            put(put_alias).post(put_alias).delete(delete_alias),
+        )
         .route(
             "/{index}",
             get(get_index)
@@ -71,6 +98,9 @@ pub fn routes() -> Router<AppState> {
         .route("/{index}/_count", get(count_index).post(count_index))
         .route("/{index}/_mget", get(mget_index).post(mget_index))
         .route("/{index}/_msearch", get(msearch_index).post(msearch_index))
+        .route("/{index}/_explain/{id}", get(explain_doc).post(explain_doc))
+        .route("/{index}/_delete_by_query", post(delete_by_query))
+        .route("/{index}/_update_by_query", post(update_by_query))
 }
 
 /// Runs blocking engine work on the bounded pool (searches wait for a permit).

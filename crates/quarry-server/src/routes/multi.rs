@@ -15,6 +15,8 @@ use super::documents::{source_params, ReadMode};
 use super::{blocking, check_params, json_body, not_an_endpoint, ok, ApiResult, Params};
 use crate::engine::IndexHandle;
 use crate::error::ApiError;
+use crate::multi_index;
+use crate::resolve::IndicesOptions;
 use crate::search::{self, SourceFilter};
 use crate::AppState;
 
@@ -247,9 +249,9 @@ fn malformed(line: usize, why: impl std::fmt::Display) -> ApiError {
     ApiError::illegal(format!("Malformed msearch request at line [{line}]: {why}"))
 }
 
-/// Reads an `_msearch` header line's target index: the header's `index` (a name, or a list of
-/// one name), else the path's. Anything quarry does not implement (several indexes, other
-/// header keys) is that search's error, not the request's.
+/// Reads an `_msearch` header line's target index expression: the header's `index` (a name,
+/// pattern or comma list, or a list of them), else the path's, else every index. Anything
+/// quarry does not implement (other header keys) is that search's error, not the request's.
 fn header_index(
     header: &Map<String, Value>,
     default_index: Option<&str>,
@@ -262,34 +264,20 @@ fn header_index(
             )));
         }
     }
-    let one = |name: &str| -> Result<String, ApiError> {
-        if name.contains(',') || name.contains('*') {
-            return Err(ApiError::unsupported(format!(
-                "searching several indexes [{name}] at line [{line}] (one index per search)"
-            )));
-        }
-        Ok(name.to_string())
+    let bad = || {
+        ApiError::illegal(format!(
+            "[index] at line [{line}] must be a string or a list of strings"
+        ))
     };
     match header.get("index") {
-        Some(Value::String(s)) => one(s),
-        Some(Value::Array(a)) => match a.as_slice() {
-            [Value::String(s)] => one(s),
-            [_] => Err(ApiError::illegal(format!(
-                "[index] at line [{line}] must be a string or a list of strings"
-            ))),
-            _ => Err(ApiError::unsupported(format!(
-                "searching {} indexes at line [{line}] (one index per search)",
-                a.len()
-            ))),
-        },
-        Some(_) => Err(ApiError::illegal(format!(
-            "[index] at line [{line}] must be a string or a list of strings"
-        ))),
-        None => default_index.map(str::to_string).ok_or_else(|| {
-            ApiError::unsupported(format!(
-                "a search without an index at line [{line}] (give [index] in its header or the path)"
-            ))
-        }),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().ok_or_else(bad))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|names| names.join(",")),
+        Some(_) => Err(bad()),
+        None => Ok(default_index.unwrap_or_default().to_string()),
     }
 }
 
@@ -333,11 +321,22 @@ async fn run_one(state: &AppState, item: MsearchItem) -> Value {
     let start = Instant::now();
     let result: Result<Value, ApiError> = async {
         let (index, body) = item?;
-        let h = state.indices.get(&index)?;
+        if index.starts_with('_') && index != "_all" {
+            return Err(ApiError::illegal(format!(
+                "index expression [{index}] is not an index name (names cannot start with '_')"
+            )));
+        }
+        let handles = state.indices.resolve(&index, IndicesOptions::default())?;
         let default_timeout = state.config.default_search_timeout;
         blocking(state, move || {
-            let req = search::parse_request(&body, &HashMap::new(), &h.searcher(), false)?;
-            search::run(&h, &req, start, default_timeout)
+            multi_index::run(
+                &handles,
+                &body,
+                &HashMap::new(),
+                false,
+                start,
+                default_timeout,
+            )
         })
         .await
     }
@@ -641,23 +640,24 @@ mod tests {
         );
         assert_eq!(r[2]["status"], 404);
         assert_eq!(r[2]["error"]["type"], "index_not_found_exception");
-        assert_eq!(r[3]["status"], 400);
-        assert!(
-            r[3]["error"]["reason"]
-                .as_str()
-                .unwrap()
-                .contains("without an index at line [7]"),
-            "{b}"
-        );
+        // No index: every index (2 books, 1 film).
+        assert_eq!(r[3]["status"], 200, "{b}");
+        assert_eq!(r[3]["hits"]["total"]["value"], 3, "{b}");
+        assert_eq!(r[3]["_shards"]["total"], 2, "{b}");
         assert_eq!(r[4]["status"], 200);
         assert_eq!(r[4]["hits"]["hits"][0]["_index"], "films");
         assert_eq!(r[4]["aggregations"]["y"]["value"], 2021.0, "{b}");
-        assert_eq!(r[5]["status"], 400);
+        // Several indexes: one search over both.
+        assert_eq!(r[5]["status"], 200, "{b}");
+        assert_eq!(r[5]["hits"]["total"]["value"], 3, "{b}");
+        let indexes: Vec<&str> = r[5]["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["_index"].as_str().unwrap())
+            .collect();
         assert!(
-            r[5]["error"]["reason"]
-                .as_str()
-                .unwrap()
-                .contains("2 indexes at line [11]"),
+            indexes.contains(&"books") && indexes.contains(&"films"),
             "{b}"
         );
         assert_eq!(r[6]["status"], 400);

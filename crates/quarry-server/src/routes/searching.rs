@@ -1,5 +1,7 @@
-//! What do the search endpoints answer? `_search` and `_count` on one index (the request and
-//! response shapes live in [`crate::search`]).
+//! What do the search endpoints answer? `_search` and `_count` on one index or on the indexes
+//! an expression names (`/_search`, `/a,b/_search`, `/logs-*/_search`, aliases; see
+//! [`crate::resolve`] and [`crate::multi_index`]); the request and response shapes live in
+//! [`crate::search`].
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -8,7 +10,8 @@ use axum::extract::{Path, Query as UrlQuery, State};
 use axum::http::Method;
 
 use super::{blocking, check_params, json_body, not_an_endpoint, ok, ApiResult, Params};
-use crate::search;
+use crate::multi_index;
+use crate::resolve::IndicesOptions;
 use crate::AppState;
 
 /// The URL parameters `_search` implements (see [`search::parse_request`]); any other is
@@ -26,10 +29,19 @@ pub const SEARCH_PARAMS: &[&str] = &[
     "seq_no_primary_term",
     "sort",
     "track_scores",
+    "explain",
+    "ignore_unavailable",
+    "allow_no_indices",
 ];
 
 /// The URL parameters `_count` implements: the query given as `q`.
-pub const COUNT_PARAMS: &[&str] = &["q", "df", "default_operator"];
+pub const COUNT_PARAMS: &[&str] = &[
+    "q",
+    "df",
+    "default_operator",
+    "ignore_unavailable",
+    "allow_no_indices",
+];
 
 async fn search_common(
     state: AppState,
@@ -41,8 +53,14 @@ async fn search_common(
 ) -> ApiResult {
     let start = Instant::now();
     let endpoint = if count_only { "_count" } else { "_search" };
-    let path = format!("/{index}/{endpoint}");
-    not_an_endpoint(&method, &index, &path)?;
+    let path = if index.is_empty() {
+        format!("/{endpoint}")
+    } else {
+        format!("/{index}/{endpoint}")
+    };
+    if index != "_all" {
+        not_an_endpoint(&method, &index, &path)?;
+    }
     check_params(
         &p,
         &path,
@@ -52,16 +70,12 @@ async fn search_common(
             SEARCH_PARAMS
         },
     )?;
-    let h = state.indices.get(&index)?;
+    let opts = IndicesOptions::parse(&p)?;
+    let handles = state.indices.resolve(&index, opts)?;
     let body = json_body(&body)?;
     let default_timeout = state.config.default_search_timeout;
     let out = blocking(&state, move || {
-        let req = search::parse_request(&body, &p, &h.searcher(), count_only)?;
-        if count_only {
-            search::count(&h, &req)
-        } else {
-            search::run(&h, &req, start, default_timeout)
-        }
+        multi_index::run(&handles, &body, &p, count_only, start, default_timeout)
     })
     .await?;
     ok(out)
@@ -87,4 +101,24 @@ pub async fn count_index(
     body: Bytes,
 ) -> ApiResult {
     search_common(state, index, p, body, true, method).await
+}
+
+/// `GET|POST /_search`: every index.
+pub async fn search_all(
+    method: Method,
+    State(state): State<AppState>,
+    UrlQuery(p): Params,
+    body: Bytes,
+) -> ApiResult {
+    search_common(state, String::new(), p, body, false, method).await
+}
+
+/// `GET|POST /_count`: every index.
+pub async fn count_all(
+    method: Method,
+    State(state): State<AppState>,
+    UrlQuery(p): Params,
+    body: Bytes,
+) -> ApiResult {
+    search_common(state, String::new(), p, body, true, method).await
 }
