@@ -271,7 +271,7 @@ def test_versions_conflicts_health_and_refusals(module):
             es.index(index="books", id="1", document={}, routing="a")
         assert "routing" in str(e.value.info)
         with pytest.raises(es_mod.BadRequestError) as e:
-            es.perform_request("GET", "/_search", headers={"accept": "application/json"})
+            es.perform_request("GET", "/_search_shards", headers={"accept": "application/json"})
         assert "no handler found" in str(e.value.info)
         with pytest.raises(es_mod.BadRequestError):
             es.indices.create(index="m", mappings={"_source": {"enabled": False}})
