@@ -112,8 +112,13 @@ async fn several_indexes_score_as_one_and_explanations_equal_scores() {
     load(&state, "part-a", &docs[..800], false).await;
     load(&state, "part-b", &docs[800..1500], false).await;
     load(&state, "part-c", &docs[1500..], true).await;
+    let position: std::collections::HashMap<String, usize> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d["id"].to_string(), i))
+        .collect();
     let home = |id: &str| {
-        let i = docs.iter().position(|d| d["id"].to_string() == id).unwrap();
+        let i = position[id];
         if i < 800 {
             "part-a"
         } else if i < 1500 {

@@ -153,13 +153,12 @@ fn parse(kind: Kind, body: &Value, p: &HashMap<String, String>) -> Result<Reques
     })
 }
 
+/// A match as the search saw it: id, source and metadata.
+type Found = (String, Map<String, Value>, crate::engine::DocMeta);
+
 /// The matches of the request's query in `h`'s last refresh: `(id, source, metadata)` in index
 /// order, at most `limit`.
-fn matches(
-    h: &IndexHandle,
-    req: &Request,
-    limit: u64,
-) -> Result<Vec<(String, Map<String, Value>, crate::engine::DocMeta)>, ApiError> {
+fn matches(h: &IndexHandle, req: &Request, limit: u64) -> Result<Vec<Found>, ApiError> {
     let searcher = h.searcher();
     let parsed = search::parse_request(&req.query_body, &req.query_params, &searcher, true)?;
     let per_segment = searcher.matching_docs(&parsed.query)?;

@@ -14,7 +14,7 @@ use crate::multi_index;
 use crate::resolve::IndicesOptions;
 use crate::AppState;
 
-/// The URL parameters `_search` implements (see [`search::parse_request`]); any other is
+/// The URL parameters `_search` implements (see [`crate::search::parse_request`]); any other is
 /// refused with a 400 naming it, as Elasticsearch does for the parameters it does not know.
 pub const SEARCH_PARAMS: &[&str] = &[
     "q",

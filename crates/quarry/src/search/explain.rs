@@ -1,17 +1,20 @@
 //! Why does a document score what it scores? Lucene's explanation tree for a query and one
 //! document: [`Searcher::explain`].
 //!
-//! The tree has Lucene's shape and descriptions (what Elasticsearch's `explain` shows): a term
-//! is `weight(body:oil in 12) [BM25Similarity], result of:` over `score(freq=2.0), computed as
-//! boost * idf * tf from:`, whose details are the boost (when not 1), `idf, computed as log(1 +
-//! (N - n + 0.5) / (n + 0.5)) from:` (n, N) and `tf, computed as freq / (freq + k1 * (1 - b + b
-//! * dl / avgdl)) from:` (freq, k1, b, dl, avgdl); a phrase has `phraseFreq=..` and `idf, sum
-//! of:`; a boolean query `sum of:` its matching scoring clauses (filter clauses as `match on
-//! required clause, product of:`); a dis_max `max of:` or `max plus 0.3 times others of:`;
-//! constant-score queries (prefix, wildcard, regexp, range, match_all, constant_score) the
-//! query itself with its `^boost`. A fuzzy query is the `sum of:` its expansions' terms, each
-//! scored with the blended document frequency. `boosting` is `product of:` its positive side
-//! and the negative boost when the negative side matches.
+//! The tree has Lucene's shape and descriptions (what Elasticsearch's `explain` shows):
+//!
+//! - a term: `weight(body:oil in 12) [BM25Similarity], result of:` over `score(freq=2.0),
+//!   computed as boost * idf * tf from:`, whose details are the boost (when not 1), `idf,
+//!   computed as log(1 + (N - n + 0.5) / (n + 0.5)) from:` (n, N) and `tf, computed as freq /
+//!   (freq + k1 * (1 - b + b * dl / avgdl)) from:` (freq, k1, b, dl, avgdl);
+//! - a phrase: the same with `phraseFreq=..` and `idf, sum of:`;
+//! - a boolean query: `sum of:` its matching scoring clauses (filter clauses as `match on
+//!   required clause, product of:`); a dis_max: `max of:` or `max plus 0.3 times others of:`;
+//! - constant-score queries (prefix, wildcard, regexp, range, match_all, constant_score): the
+//!   query itself with its `^boost`;
+//! - a fuzzy query: the `sum of:` its expansions' terms, each scored with the blended document
+//!   frequency; `boosting`: `product of:` its positive side and the negative boost when the
+//!   negative side matches.
 //!
 //! Every node's value is what the scorer of that sub-query gives the document (as Lucene's
 //! `BooleanWeight.explain` pulls a scorer), so the top value is the document's score in a
