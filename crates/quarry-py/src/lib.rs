@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod convert;
 mod errors;
+mod explain;
 mod index;
 mod query;
 mod schema;

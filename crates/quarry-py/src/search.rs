@@ -216,7 +216,11 @@ impl PySearcher {
     }
 
     /// This searcher, or one scoring with supplied statistics.
-    fn scoring(&self, py: Python<'_>, stats: Option<&Bound<'_, PyAny>>) -> PyResult<Searcher> {
+    pub(crate) fn scoring(
+        &self,
+        py: Python<'_>,
+        stats: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Searcher> {
         let Some(stats) = stats.filter(|s| !s.is_none()) else {
             return Ok(self.inner.clone());
         };
@@ -534,6 +538,21 @@ impl PySearcher {
         default_fields: Option<Vec<String>>,
     ) -> PyResult<PyQuery> {
         Ok(PyQuery::new(self.parse_str(py, query, default_fields)?))
+    }
+
+    /// Lucene's explanation of ``query``'s score for the document at ``doc`` (a hit's
+    /// ``doc``): nested dicts ``{"value", "description", "details", "matched"}``; the top
+    /// ``value`` is the hit's score.
+    #[pyo3(signature = (query, doc, default_fields = None, stats = None))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        doc: (u32, u32),
+        default_fields: Option<Vec<String>>,
+        stats: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::explain::explain(self, py, query, doc, default_fields, stats)
     }
 
     /// Runs ``query`` and returns a :class:`SearchResult` whose hits carry score, address and
