@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's test suite: creates a virtual environment under target/pyvenv (reused
 # when present), installs the pinned tools (crates/quarry-py/requirements-test.txt: maturin,
-# pytest, ray, psutil, zstandard), builds and installs the `quarry` package from source
+# pytest, ray, psutil, zstandard, numpy), builds and installs the `quarry` package from source
 # (pip + maturin, release build) and runs pytest on crates/quarry-py/tests (API, errors,
 # Reuters vs the Lucene oracle, threads, streaming memory, Ray sharding exactness).
 #   scripts/python-tests.sh            # everything

@@ -60,6 +60,15 @@ pub(crate) fn document(schema: &Schema, obj: &Bound<'_, PyAny>) -> PyResult<Docu
         if v.is_none() {
             continue;
         }
+        if schema
+            .field_by_name(field)
+            .is_some_and(|f| f.field_type == quarry::FieldType::Vector)
+        {
+            let v = crate::vectors::vector_value(&v, &|reason| document_error(py, field, reason))?;
+            doc.add(schema, field, FieldValue::Vector(v))
+                .map_err(|e| errors::to_py(py, e))?;
+            continue;
+        }
         let mut add = |value: FieldValue| {
             doc.add(schema, field, value)
                 .map_err(|e| errors::to_py(py, e))

@@ -11,6 +11,7 @@ mod index;
 mod query;
 mod schema;
 mod search;
+mod vectors;
 
 /// Runs `f` without the GIL (other Python threads run meanwhile) and turns a panic into a
 /// `QuarryError` so that no Rust panic reaches Python.
@@ -39,5 +40,6 @@ fn _quarry(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<query::PyQuery>()?;
     m.add_class::<search::PyHit>()?;
     m.add_class::<search::PySearchResult>()?;
+    vectors::register(m)?;
     Ok(())
 }

@@ -82,6 +82,7 @@ impl PySchema {
                 if let Some(fmt) = &f.format {
                     d.set_item("format", fmt)?;
                 }
+                crate::vectors::describe(&d, f)?;
                 Ok(d)
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -140,7 +141,7 @@ fn type_name(t: FieldType) -> &'static str {
 #[pyclass(name = "SchemaBuilder", module = "quarry", frozen)]
 #[derive(Default)]
 pub struct PySchemaBuilder {
-    fields: Mutex<Vec<FieldEntry>>,
+    pub(crate) fields: Mutex<Vec<FieldEntry>>,
 }
 
 impl PySchemaBuilder {

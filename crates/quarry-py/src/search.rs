@@ -44,7 +44,7 @@ impl PyHit {
     #[new]
     #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None, snippets = None))]
     #[allow(clippy::too_many_arguments)]
-    fn new(
+    pub(crate) fn new(
         py: Python<'_>,
         score: f32,
         doc: (u32, u32),
@@ -112,7 +112,7 @@ pub struct PySearchResult {
 impl PySearchResult {
     #[new]
     #[pyo3(signature = (hits, count, count_exact = true))]
-    fn new(hits: Py<PyList>, count: u64, count_exact: bool) -> Self {
+    pub(crate) fn new(hits: Py<PyList>, count: u64, count_exact: bool) -> Self {
         Self {
             hits,
             count,
@@ -157,7 +157,7 @@ impl PySearchResult {
 /// ``default_fields``, by default every text field, default operator OR) or a :class:`Query`.
 #[pyclass(name = "Searcher", module = "quarry", frozen)]
 pub struct PySearcher {
-    inner: Searcher,
+    pub(crate) inner: Searcher,
 }
 
 impl PySearcher {

@@ -10,8 +10,10 @@
 >>> for hit in result:
 ...     print(hit.score, hit.fields["title"])
 
-Every error raised by quarry is a :class:`QuarryError`. ``quarry.ray`` shards an index over Ray
-workers and searches it with the exact scores of one index.
+Vector fields (:meth:`SchemaBuilder.add_vector_field`) are searched with :meth:`Searcher.knn`
+and :meth:`Searcher.hybrid`. Every error raised by quarry is a :class:`QuarryError`.
+``quarry.ray`` shards an index over Ray workers and searches it with the exact scores of one
+index.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from ._quarry import (
     UnknownFieldError,
     WriterError,
     __version__,
+    fuse,
 )
 
 
@@ -90,5 +93,6 @@ __all__ = [
     "UnknownFieldError",
     "WriterError",
     "__version__",
+    "fuse",
     "merge_stats",
 ]

@@ -2,14 +2,30 @@
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
+
+from typing_extensions import Buffer
 
 __version__: str
 
-Value = str | int | float | bool | Sequence[str | int | float | bool] | None
+Value = str | int | float | bool | Sequence[str | int | float | bool] | Vector | None
 Document = Mapping[str, Value]
 Mode = Literal["top", "top_count", "count"]
 Stats = dict[str, Any]
+Vector = Sequence[float] | Buffer
+"""A dense vector: a list or tuple of numbers, or a 1-D float32 (or float64) buffer such as a
+NumPy array (read through the buffer protocol)."""
+
+class KnnArgs(TypedDict, total=False):
+    """The ``knn=`` argument of :meth:`Searcher.hybrid` (``field`` and ``vector`` required)."""
+
+    field: str
+    vector: Vector
+    query_vector: Vector
+    k: int
+    num_candidates: int | None
+    filter: str | Query | None
+    exact: bool
 
 class QuarryError(Exception):
     """Base class of every error raised by quarry."""
@@ -101,6 +117,17 @@ class SchemaBuilder:
         indexed: bool = True,
         fast: bool | None = None,
         format: str | None = None,
+    ) -> SchemaBuilder: ...
+    def add_vector_field(
+        self,
+        name: str,
+        dims: int,
+        similarity: Literal["cosine", "dot_product", "l2_norm", "max_inner_product"] = "cosine",
+        element_type: Literal["float32", "int8"] = "float32",
+        index: Literal["hnsw", "flat"] = "hnsw",
+        m: int = 16,
+        ef_construction: int = 100,
+        stored: bool = True,
     ) -> SchemaBuilder: ...
     def build(self) -> Schema: ...
 
@@ -214,6 +241,30 @@ class Searcher:
         aggs: dict[str, Any],
         default_fields: Sequence[str] | None = None,
     ) -> dict[str, Any]: ...
+    def knn(
+        self,
+        field: str,
+        vector: Vector,
+        k: int = 10,
+        num_candidates: int | None = None,
+        filter: str | Query | None = None,
+        exact: bool = False,
+        fields: Sequence[str] | None = None,
+        default_fields: Sequence[str] | None = None,
+    ) -> SearchResult: ...
+    def hybrid(
+        self,
+        query: str | Query,
+        knn: KnnArgs,
+        limit: int = 10,
+        fusion: Literal["rrf", "linear"] = "rrf",
+        rank_constant: int = 60,
+        window_size: int | None = None,
+        weights: Sequence[float] | None = None,
+        normalization: Literal["minmax", "l2", "l2_norm", "none"] = "minmax",
+        fields: Sequence[str] | None = None,
+        default_fields: Sequence[str] | None = None,
+    ) -> SearchResult: ...
     def count(self, query: str | Query, default_fields: Sequence[str] | None = None) -> int: ...
     def doc(self, address: tuple[int, int]) -> dict[str, Any]: ...
     def docs(
@@ -228,3 +279,12 @@ class Searcher:
     def num_segments(self) -> int: ...
     @property
     def schema(self) -> Schema: ...
+
+def fuse(
+    rankings: Sequence[Sequence[tuple[tuple[int, int], float]]],
+    fusion: Literal["rrf", "linear"] = "rrf",
+    rank_constant: int = 60,
+    window_size: int = 10,
+    weights: Sequence[float] | None = None,
+    normalization: Literal["minmax", "l2", "l2_norm", "none"] = "minmax",
+) -> list[tuple[tuple[int, int], float]]: ...

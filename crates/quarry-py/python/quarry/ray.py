@@ -214,6 +214,20 @@ class ShardActor:
     def count(self, query: quarry.Query) -> int:
         return self.searcher.count(query)
 
+    def knn(
+        self,
+        field: str,
+        vector: Any,
+        k: int,
+        num_candidates: int | None,
+        filter: quarry.Query | None,
+        exact: bool,
+    ) -> list[tuple[float, tuple[int, int], int]]:
+        r = self.searcher.knn(
+            field, vector, k=k, num_candidates=num_candidates, filter=filter, exact=exact, fields=[]
+        )
+        return [(h.score, h.doc, h.seq) for h in r]
+
     def fetch(
         self, addresses: list[tuple[int, int]], fields: list[str] | None
     ) -> list[dict[str, Any]]:
@@ -233,7 +247,9 @@ class ShardedSearcher:
     :meth:`search`, :meth:`count` and :meth:`collection_stats` take the same arguments and
     return the same types as :class:`quarry.Searcher`'s (a query string or a
     :class:`quarry.Query`, ``limit``, every ``mode``, ``fields``, ``default_fields``,
-    ``stats``), with exactly the counts and scores of one index holding all shards in order.
+    ``stats``), with exactly the counts and scores of one index holding all shards in order;
+    :meth:`knn` and :meth:`hybrid` take :meth:`quarry.Searcher.knn`'s and
+    :meth:`quarry.Searcher.hybrid`'s.
     Query strings are parsed here, against the shards' schema, before any actor is called, so
     a bad query raises the same :class:`quarry.QuerySyntaxError` (with ``column``) or
     :class:`quarry.UnknownFieldError` as a single index; the actors receive the parsed query.
@@ -352,6 +368,134 @@ class ShardedSearcher:
             f = fetched[shard][i] if shard in fetched else {}
             hits.append(quarry.Hit(-neg_score, tuple(doc), seq, f, shard))
         return quarry.SearchResult(hits, count, exact)
+
+    def _fetched_hits(
+        self,
+        merged: list[tuple[float, int, tuple[int, int], int]],
+        fields: Sequence[str] | None,
+    ) -> list[quarry.Hit]:
+        """Hits for ``(score, shard, doc, seq)`` winners, best first, with their stored fields
+        read from their shards (``fields``: those to keep; ``[]``: none)."""
+        fetched: dict[int, list[dict[str, Any]]] = {}
+        if merged and (fields is None or len(fields) > 0):
+            by_shard: dict[int, list[tuple[int, int]]] = {}
+            for _, shard, doc, _ in merged:
+                by_shard.setdefault(shard, []).append(doc)
+            shard_ids = sorted(by_shard)
+            wanted = None if fields is None else list(fields)
+            docs = _gather([self.actors[s].fetch.remote(by_shard[s], wanted) for s in shard_ids])
+            fetched = {s: list(d) for s, d in zip(shard_ids, docs)}
+        hits = []
+        taken: dict[int, int] = {}
+        for score, shard, doc, seq in merged:
+            i = taken.get(shard, 0)
+            taken[shard] = i + 1
+            f = fetched[shard][i] if shard in fetched else {}
+            hits.append(quarry.Hit(score, tuple(doc), seq, f, shard))
+        return hits
+
+    def _knn_ranking(
+        self,
+        field: str,
+        vector: Any,
+        k: int,
+        num_candidates: int | None,
+        filter: quarry.Query | None,
+        exact: bool,
+    ) -> list[tuple[float, int, tuple[int, int], int]]:
+        """Every shard's best ``k`` merged by score, ties by shard then shard order (the order
+        of one index holding the shards one after the other): ``(score, shard, doc, seq)``."""
+        answers = _gather(
+            [a.knn.remote(field, vector, k, num_candidates, filter, exact) for a in self.actors]
+        )
+        merged = sorted(
+            (-score, shard, rank, doc, seq)
+            for shard, hits in enumerate(answers)
+            for rank, (score, doc, seq) in enumerate(hits)
+        )[:k]
+        return [(-neg, shard, tuple(doc), seq) for neg, shard, _, doc, seq in merged]
+
+    def knn(
+        self,
+        field: str,
+        vector: Any,
+        k: int = 10,
+        num_candidates: int | None = None,
+        filter: Queryish | None = None,
+        exact: bool = False,
+        fields: list[str] | None = None,
+        default_fields: list[str] | None = None,
+    ) -> quarry.SearchResult:
+        """:meth:`quarry.Searcher.knn` over every shard: each shard's ``k`` nearest, merged by
+        score (ties: lower shard, then shard order), the winners' stored fields fetched. Vector
+        scores do not depend on other documents, so an ``exact`` search gives exactly the hits
+        and scores of one index holding all shards in order; an approximate one searches each
+        shard's graphs, as one index searches each segment's."""
+        f = None if filter is None else self._resolve(filter, default_fields)
+        # The single searcher's argument checks (field, vector, k, num_candidates), on no documents.
+        self._local.knn(field, vector, k=k, num_candidates=num_candidates, filter=f, exact=exact, fields=fields)
+        merged = self._knn_ranking(field, vector, k, num_candidates, f, exact)
+        hits = self._fetched_hits(merged, fields)
+        return quarry.SearchResult(hits, len(hits), True)
+
+    def hybrid(
+        self,
+        query: Queryish,
+        knn: dict[str, Any],
+        limit: int = 10,
+        fusion: str = "rrf",
+        rank_constant: int = 60,
+        window_size: int | None = None,
+        weights: Sequence[float] | None = None,
+        normalization: str = "minmax",
+        fields: list[str] | None = None,
+        default_fields: list[str] | None = None,
+    ) -> quarry.SearchResult:
+        """:meth:`quarry.Searcher.hybrid` over every shard: the text ranking of :meth:`search`
+        (global statistics) and the kNN ranking of :meth:`knn`, each over all shards, fused by
+        :func:`quarry.fuse` as one index fuses them (equal fused scores in shard order), so an
+        ``exact`` kNN gives exactly the hits and scores of one index."""
+        q = self._resolve(query, default_fields)
+        args = dict(knn)
+        if args.get("filter") is not None:
+            args["filter"] = self._resolve(args["filter"], default_fields)
+        # The single searcher's argument checks, on no documents.
+        self._local.hybrid(
+            q, args, limit=limit, fusion=fusion, rank_constant=rank_constant,
+            window_size=window_size, weights=weights, normalization=normalization,
+            fields=fields,
+        )
+        window = max(window_size if window_size is not None else max(limit, 10), 1)
+        text = self.search(q, limit=window, mode="top", fields=[])
+        k = max(int(args.get("k", limit)), window)
+        num_candidates = args.get("num_candidates")
+        if num_candidates is not None:
+            num_candidates = max(num_candidates, k)
+        vector = args["vector"] if "vector" in args else args["query_vector"]
+        nearest = self._knn_ranking(
+            args["field"], vector, k, num_candidates, args.get("filter"), bool(args.get("exact", False))
+        )
+        where: dict[tuple[int, int], tuple[int, tuple[int, int], int]] = {}
+        for h in text:
+            assert h.shard is not None
+            where[(h.shard, h.seq)] = (h.shard, h.doc, h.seq)
+        for _, shard, doc, seq in nearest:
+            where[(shard, seq)] = (shard, doc, seq)
+        rankings = [
+            [((h.shard, h.seq), h.score) for h in text],
+            [((shard, seq), score) for score, shard, _, seq in nearest],
+        ]
+        fused = quarry.fuse(
+            rankings,
+            fusion=fusion,
+            rank_constant=rank_constant,
+            window_size=window,
+            weights=list(weights) if weights is not None else None,
+            normalization=normalization,
+        )[:limit]
+        merged = [(score, *where[(key[0], key[1])]) for key, score in fused]
+        hits = self._fetched_hits(merged, fields)
+        return quarry.SearchResult(hits, len(hits), True)
 
     def count(self, query: Queryish, default_fields: list[str] | None = None) -> int:
         """The exact number of matches over all shards (nothing is scored)."""
