@@ -439,7 +439,11 @@ impl Schema {
     /// Infers a schema from sample JSON objects with their line numbers: strings become text
     /// fields, integers integer fields, other numbers float fields (a field holding both
     /// integers and other numbers is a float field), `true`/`false` boolean fields; arrays give
-    /// their elements' type, nested objects are flattened to dotted names (`user.name`); `null`
+    /// their elements' type, except that an array of 128 to 4,096 numbers, not all integers, is
+    /// a dense vector (a `vector` field of that many dimensions, `cosine`, float32, HNSW with
+    /// default settings: what Elasticsearch's dynamic mapping makes a `dense_vector`; every
+    /// document must then give it as many values); nested objects are flattened to dotted names
+    /// (`user.name`, `metadata.embedding`); `null`
     /// and `[]` say nothing. Fields keep first-seen order (the keys of one object in sorted
     /// order, as serde_json's map holds them). Errors name the line and the field and say what
     /// to write in a schema file.
@@ -453,9 +457,11 @@ impl Schema {
         let fields = inf
             .order
             .into_iter()
-            .map(|name| {
-                let field_type = inf.types[&name].0;
-                FieldEntry::new(&name, field_type)
+            .map(|name| match inf.types[&name].0 {
+                FieldType::Vector => {
+                    FieldEntry::vector(&name, inf.dims[&name].0, Similarity::Cosine)
+                }
+                field_type => FieldEntry::new(&name, field_type),
             })
             .collect();
         Self::new(fields)
@@ -467,6 +473,20 @@ impl Schema {
 struct Inference {
     order: Vec<String>,
     types: HashMap<String, (FieldType, u64)>,
+    /// Vector fields: their dimensions and the line that decided them.
+    dims: HashMap<String, (u32, u64)>,
+}
+
+/// The lengths of number arrays that inference takes for dense vectors (Elasticsearch's
+/// dynamic mapping: 128 to 4,096).
+const INFERRED_VECTOR_DIMS: std::ops::RangeInclusive<usize> = 128..=MAX_VECTOR_DIMS as usize;
+
+/// Whether inference takes `items` for a dense vector: 128 to 4,096 numbers, not all integers
+/// (an array of integers stays an integer field).
+fn looks_like_vector(items: &[serde_json::Value]) -> bool {
+    INFERRED_VECTOR_DIMS.contains(&items.len())
+        && items.iter().all(|v| v.is_number())
+        && items.iter().any(|v| v.is_f64())
 }
 
 impl Inference {
@@ -487,6 +507,21 @@ impl Inference {
                 Value::Object(inner) => {
                     self.object(line, &name, inner)?;
                     continue;
+                }
+                Value::Array(items) if looks_like_vector(items) => {
+                    let dims = items.len() as u32;
+                    match self.dims.get(&name) {
+                        Some(&(d, first)) if d != dims => {
+                            return Err(Error::Schema(format!(
+                                "line {line}: field {name:?} holds a vector of {dims} values but line {first} gave it {d}; a vector field has one length (declare it in a schema file, --schema)"
+                            )))
+                        }
+                        Some(_) => {}
+                        None => {
+                            self.dims.insert(name.clone(), (dims, line));
+                        }
+                    }
+                    FieldType::Vector
                 }
                 Value::Array(items) => {
                     let mut t = None;
@@ -714,6 +749,62 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         Schema::infer(&docs).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn inference_of_dense_vectors() {
+        let vector = |n: usize, x: f64| serde_json::json!(vec![x; n]);
+        let doc = |v: serde_json::Value| {
+            serde_json::json!({"id": "a", "metadata": {"embedding": v}, "ids": (0..200).collect::<Vec<i64>>()})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let s = Schema::infer(&[doc(vector(384, 0.5)), doc(serde_json::Value::Null)]).unwrap();
+        let f = s.field_by_name("metadata.embedding").unwrap();
+        assert_eq!(f.field_type, FieldType::Vector);
+        let o = f.vector_options().unwrap();
+        assert_eq!(
+            (o.dims, o.similarity, o.element_type, o.index),
+            (
+                384,
+                Similarity::Cosine,
+                ElementType::Float32,
+                VectorIndex::default()
+            )
+        );
+        // An array of integers stays an integer field; short float arrays stay float fields.
+        assert_eq!(
+            s.field_by_name("ids").unwrap().field_type,
+            FieldType::Integer
+        );
+        let s = Schema::infer(&[doc(vector(127, 0.5))]).unwrap();
+        assert_eq!(
+            s.field_by_name("metadata.embedding").unwrap().field_type,
+            FieldType::Float
+        );
+        let s = Schema::infer(&[doc(vector(4096, 0.5))]).unwrap();
+        assert_eq!(
+            s.field_by_name("metadata.embedding").unwrap().dims,
+            Some(4096)
+        );
+        let s = Schema::infer(&[doc(vector(4097, 0.5))]).unwrap();
+        assert_eq!(
+            s.field_by_name("metadata.embedding").unwrap().field_type,
+            FieldType::Float
+        );
+        // Documents disagreeing on the length, or a short array after a vector, are errors.
+        let err = Schema::infer(&[doc(vector(128, 0.5)), doc(vector(256, 0.5))])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("256") && err.contains("line 1 gave it 128"),
+            "{err}"
+        );
+        let err = Schema::infer(&[doc(vector(128, 0.5)), doc(vector(3, 0.5))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("metadata.embedding"), "{err}");
     }
 
     #[test]
