@@ -17,7 +17,9 @@ const INFER_LINES: usize = 1000;
 pub struct IndexArgs {
     /// Input documents: a JSON Lines file (optionally .gz or .zst compressed), a directory of
     /// them (*.jsonl, *.ndjson, *.json, also compressed; not recursive) or a quoted glob such as
-    /// 'data/*.jsonl.zst'. Files are read in parallel.
+    /// 'data/*.jsonl.zst'. A .json file may also hold a JSON array of documents or one document
+    /// over several lines (native-vector-store's layout). Files are taken in name order and read
+    /// in parallel (--read-threads 1 indexes them one after the other).
     #[arg(long)]
     pub input: PathBuf,
     /// Index directory (created if missing).
@@ -185,6 +187,14 @@ pub fn run(args: &IndexArgs) -> Result<IndexSummary> {
             "inferred schema (save it and pass --schema to fix it):\n{}",
             schema.to_json()
         );
+        for f in schema.fields() {
+            if let Some(o) = f.vector_options() {
+                eprintln!(
+                    "field {:?}: arrays of {} numbers, inferred as a vector field ({}, float32, hnsw m 16, ef_construction 100; declare it in --schema to change that)",
+                    f.name, o.dims, o.similarity
+                );
+            }
+        }
     }
     let key = key_field(args, &schema)?;
     let bar = progress_bar(args, &files);

@@ -1,6 +1,9 @@
 //! Where `quarry index` reads documents from: one JSON Lines file (plain or compressed by
 //! extension: .gz, .zst), a directory of them, or a glob; each file line by line with line numbers
 //! and byte counts for progress, by `mmap` when it is small and plain, by streaming reads otherwise.
+//! A `.json` file may instead hold a JSON array of documents or one document over several lines
+//! (native-vector-store's layout: `[{"id", "text", "metadata": {"embedding": [...]}}, ...]`):
+//! it is read whole and yields each object's text with the line it starts on ([`JsonDocs`]).
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -112,13 +115,25 @@ pub fn expand(input: &Path) -> Result<Vec<PathBuf>> {
 pub enum Lines {
     Mapped(MappedLines),
     Streamed(Box<JsonLines>),
+    /// A `.json` file of one array of documents, or of documents spread over several lines.
+    Documents(JsonDocs),
 }
 
 impl Lines {
-    /// Opens `path` for reading by `mode` (`range`: the sizes [`ReadMode::Auto`] maps).
+    /// Opens `path` for reading by `mode` (`range`: the sizes [`ReadMode::Auto`] maps). A `.json`
+    /// file (also compressed) whose first line is not a whole JSON object is read as
+    /// [`JsonDocs`].
     pub fn open(path: &Path, mode: ReadMode, range: MmapRange) -> Result<Self> {
         let name = path.to_string_lossy();
         let compressed = name.ends_with(".gz") || name.ends_with(".zst") || name.ends_with(".zstd");
+        let base = name
+            .strip_suffix(".gz")
+            .or_else(|| name.strip_suffix(".zstd"))
+            .or_else(|| name.strip_suffix(".zst"))
+            .unwrap_or(&name);
+        if base.ends_with(".json") && !first_line_is_an_object(path)? {
+            return Ok(Lines::Documents(JsonDocs::open(path)?));
+        }
         let map = !compressed
             && match mode {
                 ReadMode::Stream => false,
@@ -148,6 +163,7 @@ impl Lines {
         match self {
             Lines::Mapped(m) => m.next_line(),
             Lines::Streamed(s) => s.next_line(),
+            Lines::Documents(d) => d.next_doc(),
         }
     }
 
@@ -156,6 +172,136 @@ impl Lines {
         match self {
             Lines::Mapped(m) => m.pos as u64,
             Lines::Streamed(s) => s.bytes_read(),
+            Lines::Documents(d) => d.pos as u64,
+        }
+    }
+}
+
+/// Whether the first non-blank line of `path` (decompressed) is one whole JSON object, as in
+/// JSON Lines; otherwise (an array, or an object over several lines) the file is read whole.
+fn first_line_is_an_object(path: &Path) -> Result<bool> {
+    let mut lines = JsonLines::open(path)?;
+    Ok(match lines.next_line() {
+        Ok(Some((_, line))) => {
+            let line = line.trim_start();
+            line.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+        }
+        // Empty, or not text: the line reader reports it as it does for any file.
+        Ok(None) | Err(_) => true,
+    })
+}
+
+/// The documents of a `.json` file read whole: the elements of a top-level array, or top-level
+/// objects separated by whitespace (one object over several lines, or several), each yielded as
+/// its JSON text with the line it starts on. Malformed JSON stops the file: it cannot be
+/// resynchronized, unlike a bad line of JSON Lines.
+pub struct JsonDocs {
+    path: PathBuf,
+    text: String,
+    pos: usize,
+    /// The line `pos` is on (1-based).
+    line: u64,
+    /// Inside the top-level array: `Some(elements so far)`.
+    array: Option<u64>,
+}
+
+impl JsonDocs {
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut text = String::new();
+        let mut lines = JsonLines::open(path)?;
+        lines
+            .reader
+            .read_to_string(&mut text)
+            .with_context(|| format!("{}: cannot read (not UTF-8 or I/O error)", path.display()))?;
+        let pos = if text.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            text,
+            pos,
+            line: 1,
+            array: None,
+        })
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.text.as_bytes()[self.pos..];
+        let n = rest
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        self.line += memchr::memchr_iter(b'\n', &rest[..n]).count() as u64;
+        self.pos += n;
+    }
+
+    fn error(&self, line: u64, what: String) -> anyhow::Error {
+        let at = match self.array {
+            Some(i) => format!("line {line} (object {} of the array)", i + 1),
+            None => format!("line {line}"),
+        };
+        anyhow::anyhow!("{}: {at}: {what}", self.path.display())
+    }
+
+    /// The next document's JSON text and the line it starts on.
+    pub fn next_doc(&mut self) -> Result<Option<(u64, &str)>> {
+        loop {
+            self.skip_space();
+            let Some(&b) = self.text.as_bytes().get(self.pos) else {
+                if self.array.is_some() {
+                    return Err(
+                        self.error(self.line, "the array is not closed (missing ']')".into())
+                    );
+                }
+                return Ok(None);
+            };
+            match (b, self.array) {
+                (b'[', None) => {
+                    self.array = Some(0);
+                    self.pos += 1;
+                    continue;
+                }
+                (b']', Some(_)) => {
+                    self.array = None;
+                    self.pos += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let start = self.pos;
+            let line = self.line;
+            let mut values = serde_json::Deserializer::from_str(&self.text[start..])
+                .into_iter::<serde::de::IgnoredAny>();
+            match values.next() {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    return Err(
+                        self.error(line + e.line() as u64 - 1, format!("malformed JSON: {e}"))
+                    )
+                }
+                None => return Ok(None),
+            }
+            let end = start + values.byte_offset();
+            self.line +=
+                memchr::memchr_iter(b'\n', &self.text.as_bytes()[start..end]).count() as u64;
+            self.pos = end;
+            if let Some(i) = self.array {
+                self.skip_space();
+                match self.text.as_bytes().get(self.pos) {
+                    Some(b',') => self.pos += 1,
+                    Some(b']') => {}
+                    _ => {
+                        return Err(self.error(
+                            self.line,
+                            format!("expected ',' or ']' after object {} of the array", i + 1),
+                        ))
+                    }
+                }
+                self.array = Some(i + 1);
+            }
+            return Ok(Some((line, &self.text[start..end])));
         }
     }
 }

@@ -54,12 +54,17 @@ pub struct SearchArgs {
     /// `--` before a query that looks like an option of this command (`-- --top`).
     #[arg(allow_hyphen_values = true)]
     pub query: Option<String>,
-    /// k-nearest-neighbour search of this vector field (with `--vector`) instead of a query.
-    #[arg(long, value_name = "FIELD", requires = "vector", conflicts_with_all = ["query", "queries", "sort"])]
+    /// k-nearest-neighbour search of this vector field (with `--vector` or `--vector-file`)
+    /// instead of a query.
+    #[arg(long, value_name = "FIELD", requires = "query_vector", conflicts_with_all = ["query", "queries", "sort"])]
     pub knn: Option<String>,
     /// The query vector of `--knn`: a JSON array of numbers, `'[0.1, 0.2, ...]'`.
-    #[arg(long, value_name = "JSON", requires = "knn")]
+    #[arg(long, value_name = "JSON", requires = "knn", group = "query_vector")]
     pub vector: Option<String>,
+    /// The query vector of `--knn` from a file: a JSON array of numbers, or a NumPy `.npy`
+    /// file holding a 1-D float32 (or float64) array.
+    #[arg(long, value_name = "FILE", requires = "knn", group = "query_vector")]
+    pub vector_file: Option<PathBuf>,
     /// `--knn`: the graph search's beam width per segment (default min(1.5 k, 10000)).
     #[arg(long, requires = "knn")]
     pub num_candidates: Option<usize>,
@@ -85,19 +90,10 @@ fn run_knn(
     args: &SearchArgs,
     field: &str,
 ) -> Result<(Value, f64)> {
-    let text = args.vector.as_deref().unwrap_or("");
-    let values: Vec<Value> = match serde_json::from_str(text) {
-        Ok(Value::Array(a)) => a,
-        Ok(_) => bail!("--vector: expected a JSON array of numbers, such as '[0.1, 0.2]'"),
-        Err(e) => bail!("--vector: malformed JSON at column {}: {e}", e.column()),
+    let vector = match &args.vector_file {
+        Some(path) => read_vector_file(path)?,
+        None => json_vector("--vector", args.vector.as_deref().unwrap_or(""))?,
     };
-    let mut vector = Vec::with_capacity(values.len());
-    for (i, v) in values.iter().enumerate() {
-        match v.as_f64() {
-            Some(x) => vector.push(x as f32),
-            None => bail!("--vector: value {i} is {v}, not a number"),
-        }
-    }
     let start = Instant::now();
     let mut q = KnnQuery::new(field, vector, args.top);
     q.num_candidates = args.num_candidates;
@@ -134,6 +130,121 @@ fn run_knn(
         json!({"query": label, "hits": hits.len(), "hits_exact": true, "top": top}),
         micros,
     ))
+}
+
+/// A query vector written as a JSON array of numbers; `what` names its origin in errors.
+fn json_vector(what: &str, text: &str) -> Result<Vec<f32>> {
+    let values: Vec<Value> = match serde_json::from_str(text) {
+        Ok(Value::Array(a)) => a,
+        Ok(_) => bail!("{what}: expected a JSON array of numbers, such as '[0.1, 0.2]'"),
+        Err(e) => bail!(
+            "{what}: malformed JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        ),
+    };
+    let mut vector = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        match v.as_f64() {
+            Some(x) => vector.push(x as f32),
+            None => bail!("{what}: value {i} is {v}, not a number"),
+        }
+    }
+    Ok(vector)
+}
+
+/// `--vector-file`: a NumPy `.npy` file (by its magic bytes) of a 1-D float32 or float64
+/// array, else a JSON array of numbers.
+fn read_vector_file(path: &std::path::Path) -> Result<Vec<f32>> {
+    let what = format!("--vector-file {}", path.display());
+    let bytes = std::fs::read(path).with_context(|| format!("{what}: cannot read"))?;
+    if bytes.starts_with(b"\x93NUMPY") {
+        return npy_vector(&bytes).with_context(|| what.clone());
+    }
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| anyhow::anyhow!("{what}: neither a .npy file nor JSON text"))?;
+    json_vector(&what, text.trim_start_matches('\u{feff}'))
+}
+
+/// The 1-D array of a `.npy` file (format versions 1 to 3): little-endian float32 (`<f4`) or
+/// float64 (`<f8`, converted), C order.
+fn npy_vector(bytes: &[u8]) -> Result<Vec<f32>> {
+    let major = *bytes.get(6).context("truncated .npy header")?;
+    let (len, start) = match major {
+        1 => (
+            u16::from_le_bytes(
+                bytes
+                    .get(8..10)
+                    .context("truncated .npy header")?
+                    .try_into()?,
+            ) as usize,
+            10,
+        ),
+        2 | 3 => (
+            u32::from_le_bytes(
+                bytes
+                    .get(8..12)
+                    .context("truncated .npy header")?
+                    .try_into()?,
+            ) as usize,
+            12,
+        ),
+        v => bail!(".npy format version {v} is not supported (1 to 3 are)"),
+    };
+    let header = bytes
+        .get(start..start + len)
+        .context("truncated .npy header")?;
+    let header = String::from_utf8_lossy(header);
+    let field = |key: &str| -> Option<String> {
+        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+        let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+        let end = if rest.starts_with('(') {
+            rest.find(')')? + 1
+        } else {
+            rest.find([',', '}']).unwrap_or(rest.len())
+        };
+        Some(rest[..end].trim().trim_matches('\'').to_string())
+    };
+    let descr = field("descr").context("the .npy header has no 'descr'")?;
+    if field("fortran_order").as_deref() == Some("True") {
+        bail!("a Fortran-order .npy array is not supported");
+    }
+    let shape = field("shape").context("the .npy header has no 'shape'")?;
+    let dims: Vec<usize> = shape
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::parse)
+        .collect::<std::result::Result<_, _>>()
+        .with_context(|| format!("the .npy shape {shape} is not understood"))?;
+    let [n] = dims[..] else {
+        bail!("the .npy array has shape {shape}; a query vector is 1-D");
+    };
+    let data = &bytes[start + len..];
+    let size = match descr.as_str() {
+        "<f4" => 4,
+        "<f8" => 8,
+        other => {
+            bail!("the .npy array holds {other:?}; float32 ('<f4') or float64 ('<f8') is needed")
+        }
+    };
+    if data.len() != n * size {
+        bail!(
+            "the .npy data has {} bytes, the shape ({n},) of {descr} needs {}",
+            data.len(),
+            n * size
+        );
+    }
+    Ok(if size == 4 {
+        data.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect()
+    } else {
+        data.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32)
+            .collect()
+    })
 }
 
 /// `--sort` values as sort keys.
