@@ -177,14 +177,20 @@ impl Lines {
     }
 }
 
-/// Whether the first non-blank line of `path` (decompressed) is one whole JSON object, as in
-/// JSON Lines; otherwise (an array, or an object over several lines) the file is read whole.
+/// Whether `path` (decompressed) reads as JSON Lines: its first non-blank line neither opens an
+/// array nor starts an object that goes on over the next lines (a line malformed otherwise
+/// stays a bad line of JSON Lines, which `--skip-bad` can skip). Otherwise the file is read
+/// whole ([`JsonDocs`]).
 fn first_line_is_an_object(path: &Path) -> Result<bool> {
     let mut lines = JsonLines::open(path)?;
     Ok(match lines.next_line() {
         Ok(Some((_, line))) => {
             let line = line.trim_start();
-            line.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+            !line.starts_with('[')
+                && match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+                    Ok(_) => true,
+                    Err(e) => !e.is_eof(),
+                }
         }
         // Empty, or not text: the line reader reports it as it does for any file.
         Ok(None) | Err(_) => true,

@@ -166,7 +166,7 @@ fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
 fn nvs_dir(dir: &std::path::Path) {
     std::fs::create_dir_all(dir).unwrap();
     let doc = |i: usize| {
-        json!({"id": format!("doc-{i}"), "text": format!("document {i} about {}", if i % 2 == 0 { "wheat" } else { "oil" }),
+        json!({"id": format!("doc-{i}"), "text": format!("document {i} about {}", if i.is_multiple_of(2) { "wheat" } else { "oil" }),
                "metadata": {"embedding": nvs_vector(i), "source": "test"}})
     };
     // b.json: a pretty-printed array; a.json: a one-line array; c.json: one pretty object;
@@ -354,6 +354,22 @@ fn bad_native_vector_store_files_name_the_file_and_line() {
         text(&out.stdout).contains("indexed 9 docs (1 skipped)"),
         "{}",
         text(&out.stdout)
+    );
+
+    // A .json file of JSON Lines keeps its line-by-line reading: a malformed line is skipped.
+    let d = format!("{{not json\n{}\n", json!({"id": "doc-9", "text": "oil"}));
+    std::fs::write(input.join("d.json"), d).unwrap();
+    let out = index(&["--skip-bad", "--overwrite"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("indexed 8 docs (2 skipped)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("d.json: line 1"),
+        "{}",
+        text(&out.stderr)
     );
 
     // Malformed JSON in an array file stops the run with the file, line and object.
