@@ -64,7 +64,9 @@ impl PySchema {
         self.inner.fields().iter().map(|f| f.name.clone()).collect()
     }
 
-    /// The fields as dicts ``{"name", "type", "stored", "analyzer"}``.
+    /// The fields as dicts ``{"name", "type", "stored", "analyzer"}`` (vector fields also
+    /// ``"dims"``, ``"similarity"``, ``"element_type"``, ``"index"`` and, for HNSW, ``"m"`` and
+    /// ``"ef_construction"``).
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
