@@ -84,6 +84,7 @@ public final class LuceneBench {
       case "structured-bench" -> LuceneStructuredBench.cmd(a);
       case "ops" -> LuceneOps.cmdOps(a);
       case "probe" -> LuceneProbe.cmdProbe(a);
+      case "vectors" -> LuceneVectors.cmd(a);
       default -> {
         System.err.println("unknown subcommand: " + cmd);
         usage();
