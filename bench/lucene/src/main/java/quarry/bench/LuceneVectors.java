@@ -142,9 +142,9 @@ final class LuceneVectors {
     TopDocs run(int q) throws IOException;
   }
 
-  /** Every query once as a warm-up (the first 20), then timed: rows found, latencies in µs. */
+  /** Every query once as a warm-up (the JIT needs a full pass), then timed: rows found, latencies in µs. */
   static List<int[]> timed(int nq, int k, Search s, double[] lat) throws IOException {
-    for (int q = 0; q < Math.min(20, nq); q++) s.run(q);
+    for (int q = 0; q < nq; q++) s.run(q);
     List<int[]> got = new ArrayList<>(nq);
     for (int q = 0; q < nq; q++) {
       long t = System.nanoTime();
