@@ -5,11 +5,16 @@
 // Prints JSON lines: a `load` record and an `exact` record with every query's ids (quarry-bench
 // computes the recall).
 //
-//   node scripts/vectors-nvs.js ADDON.node DIR QUERIES.f32 NQ DIMS K
+//   node scripts/vectors-nvs.js ADDON.node DIR QUERIES.f32 NQ DIMS K OUT.jsonl
+//
+// Records go to OUT.jsonl, not stdout: the addon's C++ code prints to stdout too, and its
+// buffered output can land inside a line of ours.
 'use strict';
 const fs = require('fs');
 
-const [addon, dir, queriesPath, nqS, dimsS, kS] = process.argv.slice(2);
+const [addon, dir, queriesPath, nqS, dimsS, kS, outPath] = process.argv.slice(2);
+fs.writeFileSync(outPath, '');
+const emit = (rec) => fs.appendFileSync(outPath, JSON.stringify(rec) + '\n');
 const nq = Number(nqS);
 const dims = Number(dimsS);
 const k = Number(kS);
@@ -32,10 +37,10 @@ store.search(queries[0], k);
 const first = Number(process.hrtime.bigint() - t0) / 1e9;
 const docs = typeof store.size === 'function' ? store.size() : null;
 const threads = process.env.OMP_NUM_THREADS || 'all';
-console.log(JSON.stringify({
+emit({
   engine: 'nvs', op: 'load', docs, files, seconds_to_commit: loaded, seconds_to_first_answer: first,
   threads, note: 'loadDir (one reader, simdjson parser threads, finalize), one search; in memory, nothing written',
-}));
+});
 
 for (let i = 0; i < Math.min(20, nq); i++) store.search(queries[i], k);
 const lat = [];
@@ -49,7 +54,7 @@ for (let i = 0; i < nq; i++) {
 const sorted = [...lat].sort((a, b) => a - b);
 const pct = (p) => sorted[Math.max(1, Math.min(sorted.length, Math.ceil((p / 100) * sorted.length))) - 1];
 const sum = lat.reduce((a, b) => a + b, 0);
-console.log(JSON.stringify({
+emit({
   engine: 'nvs', op: 'exact', version: '0.4.0', p50_us: pct(50), p99_us: pct(99), mean_us: sum / nq,
   qps: nq / (sum / 1e6), ids,
-}));
+});
