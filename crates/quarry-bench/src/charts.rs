@@ -12,7 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 static FONT: Once = Once::new();
 
-fn register_font() {
+pub(crate) fn register_font() {
     FONT.call_once(|| {
         // The bytes are a valid TrueType font shipped by the `dejavu` crate.
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())

@@ -238,7 +238,7 @@ fn decode_sorted(codec: &BlockCodec, bytes: &[u8], widths: &[u8], bases: &[u32])
 }
 
 /// Streaming read bandwidth: sum a large buffer of u64 words, best of 3 passes.
-fn memory_bandwidth(buffer_bytes: usize) -> f64 {
+pub(crate) fn memory_bandwidth(buffer_bytes: usize) -> f64 {
     let words = buffer_bytes / 8;
     // Written with non-zero data so every page is really backed by memory.
     let buf: Vec<u64> = (0..words as u64)
@@ -260,7 +260,7 @@ fn memory_bandwidth(buffer_bytes: usize) -> f64 {
 }
 
 /// Size of the last-level cache from sysfs, bytes.
-fn last_level_cache_bytes() -> Option<usize> {
+pub(crate) fn last_level_cache_bytes() -> Option<usize> {
     let mut best = None;
     for i in 0..8 {
         let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");

@@ -35,6 +35,7 @@ mod report;
 #[cfg(feature = "quarry-driver")]
 mod skiplist;
 mod structured;
+mod vectors;
 mod workload;
 
 use anyhow::Result;
@@ -83,6 +84,10 @@ enum Cmd {
     /// Ranges, sorts and aggregations on the NYC flights and Reuters, quarry vs Tantivy vs
     /// Lucene, every answer checked against an exact oracle (report under --out).
     Structured(structured::StructuredArgs),
+    /// Dense-vector search on real sentence embeddings (cached by scripts/vectors-embed.py):
+    /// quarry (flat, HNSW float32 and int8) vs FAISS, hnswlib, usearch, Lucene and
+    /// native-vector-store in one run; report under --out (default bench/results/).
+    Vectors(vectors::VectorsArgs),
     /// One engine's process of `structured` (the orchestrator spawns these).
     StructuredDriver(structured::driver::DriverArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
@@ -142,6 +147,7 @@ fn real_main() -> Result<()> {
         Cmd::Codecs(args) => codecs::run(args),
         Cmd::Structured(args) => structured::run(args),
         Cmd::StructuredDriver(args) => structured::driver_main(args),
+        Cmd::Vectors(args) => vectors::run(args),
         Cmd::Load(args) => load::run(args),
         Cmd::Budget(args) => budget::run(args),
         Cmd::Driver {
