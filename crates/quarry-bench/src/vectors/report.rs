@@ -262,7 +262,7 @@ pub fn write(r: &Value, out: &Path, stem: &str) -> Result<PathBuf> {
         )?;
     }
     writeln!(md, "- HNSW m = {}, ef_construction = {} for every engine; k = {}; sweep of num_candidates / ef: {}; filtered searches: num_candidates {}", p["m"], p["ef_construction"], p["k"], p["ef"], p["filter_candidates"])?;
-    writeln!(md, "- Every engine answers the same query vectors one at a time on one thread (FAISS: `omp_set_num_threads(1)`, OMP_NUM_THREADS=1; hnswlib/usearch: threads=1; Lucene: one searcher thread, no executor; quarry: one thread); only the search calls are timed, after a warm-up. QPS = queries / summed latency. Recall@{} is against the exact top-{} by brute force.", p["k"], p["k"])?;
+    writeln!(md, "- Every engine answers the same query vectors one at a time on one thread (FAISS: `omp_set_num_threads(1)`, OMP_NUM_THREADS=1; hnswlib/usearch: threads=1; Lucene: one searcher thread, no executor; quarry: one thread); only the search calls are timed, after a warm-up. QPS = 1 / median latency (the mean-based figure is `qps` in the JSON). Recall@{} is against the exact top-{} by brute force.", p["k"], p["k"])?;
     writeln!(
         md,
         "- Truth computed in {:.1} s.\n",
