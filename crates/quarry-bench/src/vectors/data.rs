@@ -136,12 +136,12 @@ pub fn load(args: &VectorsArgs, cache: &Path, work: &Path) -> Result<VectorSet> 
     let queries_limit = args.queries.or(args.quick.then_some(QUICK_QUERIES));
     let name = args.data.as_str();
     if name == "synthetic" {
-        return Ok(synthetic(
+        return synthetic(
             docs_limit.unwrap_or(QUICK_DOCS),
             queries_limit.unwrap_or(QUICK_QUERIES),
             args.dims,
             work,
-        )?);
+        );
     }
     let file = match name {
         "reuters" => "reuters".to_string(),
@@ -216,7 +216,7 @@ pub fn load(args: &VectorsArgs, cache: &Path, work: &Path) -> Result<VectorSet> 
 
 /// Clustered random unit vectors (64 centres, Gaussian noise) and texts of made-up words.
 pub fn synthetic(n: usize, nq: usize, dims: usize, work: &Path) -> Result<VectorSet> {
-    let mut rng = Rng(0x5EED_0F_C0FFEE);
+    let mut rng = Rng(0x5EED_0FC0_FFEE);
     let centres: Vec<Vec<f32>> = (0..64)
         .map(|_| (0..dims).map(|_| rng.gauss()).collect())
         .collect();

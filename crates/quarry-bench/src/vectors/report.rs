@@ -91,9 +91,12 @@ pub fn median_qps(v: &Value) -> Option<f64> {
     f(&v["p50_us"]).filter(|p| *p > 0.0).map(|p| 1e6 / p)
 }
 
+/// One engine's sweep: its name and points (ef, recall, QPS from the median, p50).
+pub type Curve = (String, Vec<(f64, f64, f64, f64)>);
+
 /// Engine → its sweep points (ef, recall, QPS from the median, p50), in ef order.
-pub fn curves(r: &Value) -> Vec<(String, Vec<(f64, f64, f64, f64)>)> {
-    let mut out: Vec<(String, Vec<(f64, f64, f64, f64)>)> = Vec::new();
+pub fn curves(r: &Value) -> Vec<Curve> {
+    let mut out: Vec<Curve> = Vec::new();
     for v in recs(r, "sweep") {
         let e = v["engine"].as_str().unwrap_or("?").to_string();
         let p = (
@@ -511,11 +514,7 @@ fn color(i: usize, engine: &str) -> RGBColor {
 }
 
 /// Recall@k (x) vs queries per second (y, log), one line per engine.
-pub fn recall_chart(
-    path: &Path,
-    curves: &[(String, Vec<(f64, f64, f64, f64)>)],
-    k: u64,
-) -> Result<()> {
+pub fn recall_chart(path: &Path, curves: &[Curve], k: u64) -> Result<()> {
     charts::register_font();
     let pts: Vec<(f64, f64)> = curves
         .iter()
