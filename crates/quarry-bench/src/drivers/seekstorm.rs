@@ -89,11 +89,11 @@ fn schema() -> Vec<SchemaField> {
 }
 
 /// SeekStorm's defaults (serde defaults of `IndexMetaObject`) with the two choices explained in
-/// the module docs.
-fn meta() -> Result<IndexMetaObject> {
+/// the module docs (the structured benchmark's driver uses them too).
+pub(crate) fn meta_named(name: &str) -> Result<IndexMetaObject> {
     let mut meta: IndexMetaObject = serde_json::from_value(serde_json::json!({
         "id": 0,
-        "name": "quarry-bench",
+        "name": name,
         "lexical_similarity": "Bm25f",
         "tokenizer": "UnicodeAlphanumeric",
         "stemmer": "None",
@@ -104,6 +104,10 @@ fn meta() -> Result<IndexMetaObject> {
     meta.tokenizer = TokenizerType::UnicodeAlphanumeric;
     meta.access_type = AccessType::Mmap;
     Ok(meta)
+}
+
+fn meta() -> Result<IndexMetaObject> {
+    meta_named("quarry-bench")
 }
 
 fn to_document(src: SourceDoc) -> Document {

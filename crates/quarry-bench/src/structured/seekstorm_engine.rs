@@ -33,8 +33,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use seekstorm::commit::Commit;
 use seekstorm::index::{
-    create_index, open_index, AccessType, Document, FieldType, IndexArc, IndexDocument,
-    IndexMetaObject, LexicalSimilarity, SchemaField, TokenizerType,
+    create_index, open_index, Document, FieldType, IndexArc, IndexDocument, IndexMetaObject,
+    SchemaField,
 };
 use seekstorm::search::{
     FacetFilter, FacetValue, QueryFacet, QueryRewriting, QueryType, RangeType, ResultObject,
@@ -135,19 +135,7 @@ fn schema(fields: &[FieldDef]) -> Vec<SchemaField> {
 /// SeekStorm's defaults with the choices of the text suite's driver (`drivers/seekstorm.rs`):
 /// tokenizer UnicodeAlphanumeric, plain BM25 (`Bm25f` on one field), mmap.
 fn meta() -> Result<IndexMetaObject> {
-    let mut meta: IndexMetaObject = serde_json::from_value(serde_json::json!({
-        "id": 0,
-        "name": "quarry-bench-structured",
-        "lexical_similarity": "Bm25f",
-        "tokenizer": "UnicodeAlphanumeric",
-        "stemmer": "None",
-        "access_type": "Mmap",
-    }))
-    .context("building SeekStorm's IndexMetaObject from its defaults")?;
-    meta.lexical_similarity = LexicalSimilarity::Bm25f;
-    meta.tokenizer = TokenizerType::UnicodeAlphanumeric;
-    meta.access_type = AccessType::Mmap;
-    Ok(meta)
+    crate::drivers::seekstorm::meta_named("quarry-bench-structured")
 }
 
 const SIDECAR: &str = "quarry-bench.json";
