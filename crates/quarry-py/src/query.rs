@@ -343,6 +343,48 @@ fn state_f32(v: f64, at: &str) -> Result<f32, String> {
     Ok(f)
 }
 
+/// One node of a query state being decoded: its name, its items and where it stands (for the
+/// error messages).
+struct Node<'a, 'py> {
+    tag: &'a str,
+    items: &'a [Bound<'py, PyAny>],
+    at: &'a str,
+}
+
+impl<'py> Node<'_, 'py> {
+    fn arity(&self, n: usize) -> Result<(), String> {
+        if self.items.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "bad query state at {}: node {:?} has {} items, expected {n}",
+                self.at,
+                self.tag,
+                self.items.len()
+            ))
+        }
+    }
+
+    fn get(&self, i: usize, what: &str) -> Result<&Bound<'py, PyAny>, String> {
+        self.items.get(i).ok_or_else(|| {
+            format!(
+                "bad query state at {}: node {:?} lacks {what}",
+                self.at, self.tag
+            )
+        })
+    }
+}
+
+/// Item `v` of a query state as a `T`; `what` names it in the error.
+fn ex<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    v: &Bound<'py, PyAny>,
+    at: &str,
+    what: &str,
+) -> Result<T, String> {
+    v.extract::<T>()
+        .map_err(|_| format!("bad query state at {at}: {what} has the wrong type"))
+}
+
 /// The query of `state`; `at` names the node (for the error message).
 fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query, String> {
     if depth > MAX_DEPTH {
@@ -360,75 +402,58 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
         .and_then(|t| t.cast::<PyString>().ok())
         .map(|t| t.to_string_lossy().into_owned())
         .ok_or_else(|| format!("bad query state at {at}: expected a node name first"))?;
-    let arity = |n: usize| -> Result<(), String> {
-        if items.len() == n {
-            Ok(())
-        } else {
-            Err(format!(
-                "bad query state at {at}: node {tag:?} has {} items, expected {n}",
-                items.len()
-            ))
-        }
+    let node = Node {
+        tag: &tag,
+        items: &items,
+        at,
     };
-    let get = |i: usize, what: &str| -> Result<&Bound<'_, PyAny>, String> {
-        items
-            .get(i)
-            .ok_or_else(|| format!("bad query state at {at}: node {tag:?} lacks {what}"))
-    };
-    fn ex<'py, T: for<'a> FromPyObject<'a, 'py>>(
-        v: &Bound<'py, PyAny>,
-        at: &str,
-        what: &str,
-    ) -> Result<T, String> {
-        v.extract::<T>()
-            .map_err(|_| format!("bad query state at {at}: {what} has the wrong type"))
-    }
     Ok(match tag.as_str() {
         "term" => {
-            arity(3)?;
+            node.arity(3)?;
             Query::Term {
-                field: ex(get(1, "field")?, at, "field")?,
-                term: ex(get(2, "term")?, at, "term")?,
+                field: ex(node.get(1, "field")?, at, "field")?,
+                term: ex(node.get(2, "term")?, at, "term")?,
             }
         }
         "prefix" => {
-            arity(3)?;
+            node.arity(3)?;
             Query::Prefix {
-                field: ex(get(1, "field")?, at, "field")?,
-                prefix: ex(get(2, "prefix")?, at, "prefix")?,
+                field: ex(node.get(1, "field")?, at, "field")?,
+                prefix: ex(node.get(2, "prefix")?, at, "prefix")?,
             }
         }
         "phrase" => {
-            arity(4)?;
-            let terms: Vec<(u32, String)> = ex(get(2, "terms")?, at, "terms")?;
+            node.arity(4)?;
+            let terms: Vec<(u32, String)> = ex(node.get(2, "terms")?, at, "terms")?;
             if terms.windows(2).any(|w| w[0].0 > w[1].0) {
                 return Err(format!(
                     "bad query state at {at}: phrase positions not ascending"
                 ));
             }
             Query::Phrase {
-                field: ex(get(1, "field")?, at, "field")?,
+                field: ex(node.get(1, "field")?, at, "field")?,
                 terms,
-                slop: ex(get(3, "slop")?, at, "slop")?,
+                slop: ex(node.get(3, "slop")?, at, "slop")?,
             }
         }
         "range" => {
-            arity(7)?;
+            node.arity(7)?;
             let (format, time_zone): (Option<String>, Option<String>) =
-                ex(get(6, "date options")?, at, "date options")?;
+                ex(node.get(6, "date options")?, at, "date options")?;
             Query::Range {
-                field: ex(get(1, "field")?, at, "field")?,
-                lower: ex(get(2, "lower")?, at, "lower")?,
-                upper: ex(get(3, "upper")?, at, "upper")?,
-                include_lower: ex(get(4, "include_lower")?, at, "include_lower")?,
-                include_upper: ex(get(5, "include_upper")?, at, "include_upper")?,
+                field: ex(node.get(1, "field")?, at, "field")?,
+                lower: ex(node.get(2, "lower")?, at, "lower")?,
+                upper: ex(node.get(3, "upper")?, at, "upper")?,
+                include_lower: ex(node.get(4, "include_lower")?, at, "include_lower")?,
+                include_upper: ex(node.get(5, "include_upper")?, at, "include_upper")?,
                 format,
                 time_zone,
             }
         }
         "bool" => {
-            arity(3)?;
-            let list = get(1, "clauses")?
+            node.arity(3)?;
+            let list = node
+                .get(1, "clauses")?
                 .cast::<PyList>()
                 .map_err(|_| format!("bad query state at {at}: clauses must be a list"))?;
             let mut clauses = Vec::with_capacity(list.len());
@@ -452,15 +477,15 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
             Query::Boolean {
                 clauses,
                 minimum_should_match: ex(
-                    get(2, "minimum_should_match")?,
+                    node.get(2, "minimum_should_match")?,
                     at,
                     "minimum_should_match",
                 )?,
             }
         }
         "boost" => {
-            arity(3)?;
-            let boost: f64 = ex(get(2, "boost")?, at, "boost")?;
+            node.arity(3)?;
+            let boost: f64 = ex(node.get(2, "boost")?, at, "boost")?;
             let b = boost as f32;
             if !b.is_finite() || b < 0.0 || f64::from(b) != boost {
                 return Err(format!(
@@ -469,7 +494,7 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
             }
             Query::Boost {
                 query: Box::new(from_state(
-                    get(1, "query")?,
+                    node.get(1, "query")?,
                     &format!("{at}[1]"),
                     depth + 1,
                 )?),
@@ -482,11 +507,11 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
             return multi_term_or_compound(&tag, &items, at, depth);
         }
         "all" => {
-            arity(1)?;
+            node.arity(1)?;
             Query::MatchAll
         }
         "none" => {
-            arity(1)?;
+            node.arity(1)?;
             Query::MatchNone
         }
         other => return Err(format!("bad query state at {at}: unknown node {other:?}")),
@@ -501,34 +526,12 @@ fn multi_term_or_compound(
     at: &str,
     depth: usize,
 ) -> Result<Query, String> {
-    let arity = |n: usize| -> Result<(), String> {
-        if items.len() == n {
-            Ok(())
-        } else {
-            Err(format!(
-                "bad query state at {at}: node {tag:?} has {} items, expected {n}",
-                items.len()
-            ))
-        }
-    };
-    let get = |i: usize, what: &str| -> Result<&Bound<'_, PyAny>, String> {
-        items
-            .get(i)
-            .ok_or_else(|| format!("bad query state at {at}: node {tag:?} lacks {what}"))
-    };
-    fn ex<'py, T: for<'a> FromPyObject<'a, 'py>>(
-        v: &Bound<'py, PyAny>,
-        at: &str,
-        what: &str,
-    ) -> Result<T, String> {
-        v.extract::<T>()
-            .map_err(|_| format!("bad query state at {at}: {what} has the wrong type"))
-    }
+    let node = Node { tag, items, at };
     Ok(match tag {
         "wildcard" | "regexp" => {
-            arity(3)?;
-            let field = ex(get(1, "field")?, at, "field")?;
-            let pattern = ex(get(2, "pattern")?, at, "pattern")?;
+            node.arity(3)?;
+            let field = ex(node.get(1, "field")?, at, "field")?;
+            let pattern = ex(node.get(2, "pattern")?, at, "pattern")?;
             if tag == "wildcard" {
                 Query::Wildcard { field, pattern }
             } else {
@@ -536,29 +539,30 @@ fn multi_term_or_compound(
             }
         }
         "fuzzy" => {
-            arity(7)?;
+            node.arity(7)?;
             Query::Fuzzy {
-                field: ex(get(1, "field")?, at, "field")?,
-                term: ex(get(2, "term")?, at, "term")?,
-                max_edits: ex(get(3, "max_edits")?, at, "max_edits")?,
-                prefix_length: ex(get(4, "prefix_length")?, at, "prefix_length")?,
-                max_expansions: ex(get(5, "max_expansions")?, at, "max_expansions")?,
-                transpositions: ex(get(6, "transpositions")?, at, "transpositions")?,
+                field: ex(node.get(1, "field")?, at, "field")?,
+                term: ex(node.get(2, "term")?, at, "term")?,
+                max_edits: ex(node.get(3, "max_edits")?, at, "max_edits")?,
+                prefix_length: ex(node.get(4, "prefix_length")?, at, "prefix_length")?,
+                max_expansions: ex(node.get(5, "max_expansions")?, at, "max_expansions")?,
+                transpositions: ex(node.get(6, "transpositions")?, at, "transpositions")?,
             }
         }
         "const" => {
-            arity(2)?;
+            node.arity(2)?;
             Query::ConstantScore {
                 query: Box::new(from_state(
-                    get(1, "query")?,
+                    node.get(1, "query")?,
                     &format!("{at}[1]"),
                     depth + 1,
                 )?),
             }
         }
         "dis_max" => {
-            arity(3)?;
-            let list = get(1, "queries")?
+            node.arity(3)?;
+            let list = node
+                .get(1, "queries")?
                 .cast::<PyList>()
                 .map_err(|_| format!("bad query state at {at}: queries must be a list"))?;
             let mut queries = Vec::with_capacity(list.len());
@@ -567,24 +571,24 @@ fn multi_term_or_compound(
             }
             Query::DisMax {
                 queries,
-                tie_breaker: state_f32(ex(get(2, "tie_breaker")?, at, "tie_breaker")?, at)?,
+                tie_breaker: state_f32(ex(node.get(2, "tie_breaker")?, at, "tie_breaker")?, at)?,
             }
         }
         "boosting" => {
-            arity(4)?;
+            node.arity(4)?;
             Query::Boosting {
                 positive: Box::new(from_state(
-                    get(1, "positive")?,
+                    node.get(1, "positive")?,
                     &format!("{at}[1]"),
                     depth + 1,
                 )?),
                 negative: Box::new(from_state(
-                    get(2, "negative")?,
+                    node.get(2, "negative")?,
                     &format!("{at}[2]"),
                     depth + 1,
                 )?),
                 negative_boost: state_f32(
-                    ex(get(3, "negative_boost")?, at, "negative_boost")?,
+                    ex(node.get(3, "negative_boost")?, at, "negative_boost")?,
                     at,
                 )?,
             }
