@@ -1,12 +1,16 @@
 //! Crash safety: a fault at every write operation of a commit, a full disk, a model-based
 //! property test of random add/update/delete/refresh/commit/merge/reopen sequences, and a writer
 //! killed with SIGKILL in a child process. After each, the index holds exactly the last
-//! completed commit and checks clean.
+//! completed commit and checks clean. Most documents carry a vector (an HNSW field), so vector
+//! segments are flushed, merged, faulted and killed too, and every check also enumerates the
+//! vectors by an exact kNN scan and asks the graph.
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use quarry::schema::Similarity;
+use quarry::search::knn::KnnQuery;
 use quarry::{
     check_index, DirectoryKind, Document, FieldValue, Index, IndexWriter, MergePolicy, Schema,
     SearchMode, Searcher, WriterOptions,
@@ -14,7 +18,23 @@ use quarry::{
 use quarry_store::{open_directory, FaultyDirectory};
 
 fn schema() -> Schema {
-    Schema::builder().integer("id").text("body", true).build()
+    Schema::builder()
+        .integer("id")
+        .text("body", true)
+        .vector("emb", 4, Similarity::L2Norm)
+        .build()
+}
+
+/// Whether document `(id, version)` has a vector: three in four do, so segments hold sparse
+/// vector maps.
+fn has_vector(id: u64, version: u32) -> bool {
+    (id + u64::from(version)) % 4 != 0
+}
+
+/// The vector of `(id, version)`: its l2_norm score against the origin,
+/// `1 / (1 + id² + version² + 2)`, names the document it belongs to.
+fn vector_of(id: u64, version: u32) -> [f32; 4] {
+    [id as f32, version as f32, 1.0, -1.0]
 }
 
 fn opts(policy: MergePolicy) -> WriterOptions {
@@ -29,11 +49,70 @@ fn opts(policy: MergePolicy) -> WriterOptions {
 
 fn doc(id: u64, version: u32) -> Document {
     let body = format!("word{} common v{version}", id % 7);
-    Document::from_json(
-        &schema(),
-        &serde_json::json!({"id": id, "body": body}).to_string(),
-    )
-    .unwrap()
+    let mut obj = serde_json::json!({"id": id, "body": body});
+    if has_vector(id, version) {
+        obj["emb"] = serde_json::json!(vector_of(id, version));
+    }
+    Document::from_json(&schema(), &obj.to_string()).unwrap()
+}
+
+/// `(id, version)` of a hit's stored fields.
+fn id_version(s: &Searcher, doc: quarry::DocAddress) -> (u64, u32) {
+    let f = s.stored_fields(doc).unwrap();
+    let id = f["id"].as_u64().unwrap();
+    let v = f["body"]
+        .as_str()
+        .unwrap()
+        .rsplit('v')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    (id, v)
+}
+
+/// Every live document with a vector, found by an exact kNN scan from the origin, each hit's
+/// score checked against the vector its stored fields say it has; then the graph's top 5 must
+/// be the scan's top 5 (a small graph searched with 100 candidates is exact).
+fn vectors(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
+    let all = (s.live_doc_count() as usize).max(1);
+    let exact = s
+        .knn(&KnnQuery::new("emb", vec![0.0; 4], all).exact())
+        .unwrap();
+    let mut out = BTreeMap::new();
+    for h in &exact {
+        let (id, v) = id_version(s, h.doc);
+        let d2: f32 = vector_of(id, v).iter().map(|x| x * x).sum();
+        let want = 1.0 / (1.0 + d2);
+        assert!(
+            (h.score - want).abs() <= want * 1e-5,
+            "doc ({id}, v{v}): score {} but its vector gives {want}",
+            h.score
+        );
+        *out.entry((id, v)).or_insert(0) += 1;
+    }
+    let graph = s
+        .knn(&KnnQuery::new("emb", vec![0.0; 4], 5).num_candidates(100))
+        .unwrap();
+    let top = |hits: &[quarry::Hit]| -> Vec<u32> {
+        hits.iter().take(5).map(|h| h.score.to_bits()).collect()
+    };
+    assert_eq!(top(&graph), top(&exact), "the graph's top 5 scores");
+    out
+}
+
+/// The documents of `m` that have a vector.
+fn with_vectors<K: Clone + Ord>(
+    m: &BTreeMap<K, usize>,
+    key: impl Fn(&K) -> (u64, u32),
+) -> BTreeMap<(u64, u32), usize> {
+    m.iter()
+        .filter(|(k, _)| {
+            let (id, v) = key(k);
+            has_vector(id, v)
+        })
+        .map(|(k, &n)| (key(k), n))
+        .collect()
 }
 
 /// `id -> version` of every live document, read through a searcher.
@@ -43,16 +122,10 @@ fn contents(s: &Searcher) -> BTreeMap<u64, u32> {
     let all = (s.live_doc_count() as usize).max(1);
     let r = s.search(&q, all, SearchMode::TopCount).unwrap();
     assert_eq!(r.total_hits as usize, r.top.len());
-    r.top
-        .iter()
-        .map(|h| {
-            let f = s.stored_fields(h.doc).unwrap();
-            let id = f["id"].as_u64().unwrap();
-            let body = f["body"].as_str().unwrap();
-            let v: u32 = body.rsplit('v').next().unwrap().parse().unwrap();
-            (id, v)
-        })
-        .collect()
+    let out: BTreeMap<u64, u32> = r.top.iter().map(|h| id_version(s, h.doc)).collect();
+    let counted: BTreeMap<(u64, u32), usize> = out.iter().map(|(&id, &v)| ((id, v), 1)).collect();
+    assert_eq!(vectors(s), with_vectors(&counted, |&k| k), "the vectors");
+    out
 }
 
 fn committed(path: &Path) -> BTreeMap<u64, u32> {
@@ -176,8 +249,8 @@ fn a_full_disk_gives_a_clear_error_and_keeps_the_last_commit() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    // The lock, the commit point and the segment's seven files (format v8).
-    assert_eq!(names.len(), 1 + 7 + 1, "{names:?}");
+    // The lock, the commit point and the segment's eight files (format v9, with `.vec`).
+    assert_eq!(names.len(), 1 + 8 + 1, "{names:?}");
 }
 
 #[derive(Clone, Debug)]
@@ -223,19 +296,10 @@ fn searched(s: &Searcher) -> BTreeMap<(u64, u32), usize> {
     let r = s.search(&q, all, SearchMode::TopCount).unwrap();
     let mut out = BTreeMap::new();
     for h in &r.top {
-        let f = s.stored_fields(h.doc).unwrap();
-        let id = f["id"].as_u64().unwrap();
-        let v: u32 = f["body"]
-            .as_str()
-            .unwrap()
-            .rsplit('v')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        *out.entry((id, v)).or_insert(0) += 1;
+        *out.entry(id_version(s, h.doc)).or_insert(0) += 1;
     }
     assert_eq!(r.total_hits as usize, r.top.len());
+    assert_eq!(vectors(s), with_vectors(&out, |&k| k), "the vectors");
     out
 }
 
