@@ -230,10 +230,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         .map(|n| n.get())
         .unwrap_or(1);
     parse_shapes(&args.shapes)?;
+    // Checked before any engine is built or started: a typo fails at once.
+    let names = workloads(&args.workload)?;
     let (launchers, engine_status) = engine_launchers(&args, &repo)?;
     let codecs = codec_record(&args)?;
     let mut parity_failures = Vec::new();
-    for w in workloads(&args.workload)? {
+    for w in names {
         let ctx = WorkloadRun {
             args: &args,
             repo: &repo,
