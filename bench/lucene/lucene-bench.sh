@@ -3,7 +3,7 @@
 #   bench/lucene/lucene-bench.sh SUBCOMMAND [options]     (see README.md)
 # Environment:
 #   JAVA_HOME               JDK 21+ (default: /usr/lib/jvm/temurin-25-jdk-amd64)
-#   LUCENE_BENCH_JAVA_OPTS  replaces the default JVM flags below
+#   LUCENE_BENCH_JAVA_OPTS  replaces the JVM flags of jvm.options (the ones quarry-bench uses)
 #   LUCENE_BENCH_JAR        jar to run (default: bench/lucene/target/lucene-bench.jar, built if missing)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,6 +16,6 @@ if [[ ! -f "$jar" ]]; then
   echo "[lucene-bench] building $jar" >&2
   mvn -q -f "$here/pom.xml" package >&2
 fi
-default_opts="-Xms2g -Xmx2g -XX:+UseParallelGC --enable-native-access=ALL-UNNAMED"
+default_opts=$(sed 's/#.*//' "$here/jvm.options" | tr -s '[:space:]' ' ')
 # shellcheck disable=SC2086
 exec "$JAVA_HOME/bin/java" ${LUCENE_BENCH_JAVA_OPTS:-$default_opts} -jar "$jar" "$@"

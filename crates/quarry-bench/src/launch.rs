@@ -318,21 +318,52 @@ pub fn lucene_launcher(repo: &Path, explicit: Option<PathBuf>) -> Result<Launche
                 .context("mvn package succeeded but no jar appeared under bench/lucene/target")?
         }
     };
-    // Lucene's recommended flags: the Panama vector API (vectorized postings decoding) and native
-    // access (madvise via PosixNativeAccess). Override with QUARRY_BENCH_JAVA_OPTS.
-    let opts = std::env::var("QUARRY_BENCH_JAVA_OPTS")
-        .unwrap_or_else(|_| {
-            "--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED".into()
-        })
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let opts = match std::env::var("QUARRY_BENCH_JAVA_OPTS") {
+        Ok(o) => o.split_whitespace().map(String::from).collect(),
+        Err(_) => jvm_options(repo)?,
+    };
     Ok(Launcher::Java { java, opts, jar })
+}
+
+/// The harness's documented JVM flags, `bench/lucene/jvm.options` (also read by
+/// `lucene-bench.sh`): one file, so the flags the docs state are the flags every run uses.
+pub fn jvm_options(repo: &Path) -> Result<Vec<String>> {
+    let path = repo.join("bench/lucene/jvm.options");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the Lucene JVM flags {}", path.display()))?;
+    Ok(parse_jvm_options(&text))
+}
+
+fn parse_jvm_options(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(str::split_whitespace)
+        .map(String::from)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jvm_options_skip_comments_and_blank_lines() {
+        let text = "# comment\n--add-modules jdk.incubator.vector\n\n-Xmx1g # trailing\n";
+        assert_eq!(
+            parse_jvm_options(text),
+            ["--add-modules", "jdk.incubator.vector", "-Xmx1g"]
+        );
+    }
+
+    #[test]
+    fn the_committed_jvm_options_are_read() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let opts = jvm_options(&repo).unwrap();
+        assert!(
+            opts.contains(&"jdk.incubator.vector".to_string()),
+            "{opts:?}"
+        );
+    }
 
     #[test]
     fn java_major_versions() {

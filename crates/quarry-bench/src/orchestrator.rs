@@ -298,13 +298,14 @@ fn engine_launchers(args: &RunArgs, repo: &Path) -> Result<Engines> {
         };
         match launcher {
             Ok(l) => {
-                let version = match &l {
-                    Launcher::Java { .. } => lucene_version(repo),
-                    Launcher::SelfExe { .. } => None,
+                let (version, jvm) = match &l {
+                    Launcher::Java { opts, .. } => (lucene_version(repo), Some(opts.join(" "))),
+                    Launcher::SelfExe { .. } => (None, None),
                 };
                 engine_status.insert(
                     e.into(),
-                    json!({"status": "ran", "launcher": format!("{l:?}"), "version": version}),
+                    json!({"status": "ran", "launcher": format!("{l:?}"), "version": version,
+                           "jvm_options": jvm}),
                 );
                 launchers.push((e.to_string(), l));
             }

@@ -216,7 +216,12 @@ fn setup_section(md: &mut String, results: &Value) -> Result<()> {
                 .map(|v| format!(" ({v})"))
                 .unwrap_or_default();
             match s(&st["status"]).as_str() {
-                "ran" => writeln!(md, "- Engine **{name}**{version}: ran")?,
+                "ran" => match st["jvm_options"].as_str() {
+                    Some(jvm) => {
+                        writeln!(md, "- Engine **{name}**{version}: ran (JVM flags `{jvm}`)")?
+                    }
+                    None => writeln!(md, "- Engine **{name}**{version}: ran")?,
+                },
                 _ => writeln!(md, "- Engine **{name}**: {}", s(&st["reason"]))?,
             }
         }
