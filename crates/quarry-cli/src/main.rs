@@ -65,6 +65,41 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Serve indexes under a directory over HTTP (an Elasticsearch-compatible subset).
     Serve(ServeArgs),
+    /// Serve indexes to AI agents over the Model Context Protocol (stdio, or HTTP with --listen).
+    Mcp(McpArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["data", "index"])))]
+struct McpArgs {
+    /// Directory holding the indexes (the one `quarry serve --data` uses).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// One index directory of that layout (`DATA/<name>`), served alone.
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// Also offer create_index, index_documents and delete_documents.
+    #[arg(long)]
+    allow_writes: bool,
+    /// Streamable HTTP at http://ADDR/mcp instead of stdio (loopback unless --api-key-file; port
+    /// 0 picks a free port).
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// File with accepted API keys, one per line (HTTP: `Authorization: Bearer <key>`).
+    #[arg(long, requires = "listen")]
+    api_key_file: Option<PathBuf>,
+    /// Most hits one search returns.
+    #[arg(long, default_value_t = 100)]
+    max_size: usize,
+    /// Longest string of a hit's fields, in bytes (longer ones are cut).
+    #[arg(long, default_value_t = 2_000)]
+    max_text_bytes: usize,
+    /// Largest answer, in bytes of JSON.
+    #[arg(long, default_value_t = 64 << 10)]
+    max_answer_bytes: usize,
+    /// Time budget of one search (e.g. 500ms, 10s).
+    #[arg(long, value_parser = parse_search_timeout, default_value = "10s")]
+    search_timeout: std::time::Duration,
 }
 
 #[derive(clap::Args, Debug)]
@@ -306,6 +341,27 @@ fn run(cli: Cli) -> Result<()> {
                 config.api_keys = Some(quarry_server::load_api_keys(path)?);
             }
             quarry_server::run(config)?;
+        }
+        Command::Mcp(args) => {
+            use quarry_server::mcp::{McpConfig, Source};
+            let source = match (args.data, args.index) {
+                (Some(d), _) => Source::Data(d),
+                (None, Some(i)) => Source::Index(i),
+                (None, None) => anyhow::bail!("pass --data DIR or --index DIR"),
+            };
+            let mut config = McpConfig::new(source);
+            config.allow_writes = args.allow_writes;
+            config.listen = args.listen;
+            if let Some(path) = &args.api_key_file {
+                config.api_keys = Some(quarry_server::load_api_keys(path)?);
+            }
+            config.limits = quarry_server::mcp::Limits {
+                max_size: args.max_size,
+                max_text_bytes: args.max_text_bytes.max(16),
+                max_answer_bytes: args.max_answer_bytes.max(1024),
+                search_timeout: args.search_timeout,
+            };
+            quarry_server::mcp::run(config)?;
         }
     }
     Ok(())

@@ -10,7 +10,8 @@
 //! parameters and response shape), [`engine`] (the one owner of engine handles; writes,
 //! versions and refresh scheduling in `engine::{write, versions, refresh}`), [`indices`]
 //! (registry under the data directory), [`translog`], [`mapping`] (with [`dense_vector`]),
-//! [`knn`] and [`retriever`] (vector search and rank fusion), [`metrics`], [`error`].
+//! [`knn`] and [`retriever`] (vector search and rank fusion), [`metrics`], [`error`]; [`mcp`]
+//! serves the same engine to AI agents over the Model Context Protocol (`quarry mcp`).
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +36,7 @@ pub mod highlight;
 pub mod indices;
 pub mod knn;
 pub mod mapping;
+pub mod mcp;
 pub mod metrics;
 pub mod multi_index;
 pub mod resolve;
@@ -338,7 +340,8 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGTERM or Ctrl-C.
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
