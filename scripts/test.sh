@@ -20,7 +20,9 @@
 #   4a. the HTTP server driven by the official Elasticsearch Python clients, pinned to exact
 #      versions (scripts/server-tests.sh, its own venv under target/), on the `quarry` binary
 #      step 3 built;
-#   4b. a type-check of the fuzz targets (fuzz/, its own workspace; plain stable `cargo check`,
+#   4b. the MCP server (`quarry mcp`) driven by the official Python MCP SDK 2.x over stdio and
+#      streamable HTTP (scripts/mcp-tests.sh, its own venv under target/), on the same binary;
+#   4c. a type-check of the fuzz targets (fuzz/, its own workspace; plain stable `cargo check`,
 #      no cargo-fuzz) in the main target directory, where it reuses step 1's checked
 #      dependencies (fuzz/Cargo.toml has the workspace's dev profile);
 #   5. the benchmark suite's smoke run (W1, --quick, reports under target/bench-quick/; the
@@ -31,9 +33,9 @@
 #      the same adds, deletes, updates and merges replayed by quarry and Lucene, whose counts,
 #      top-10 ids and scores must agree at every checkpoint (same failures).
 # Each step prints its time. QUARRY_SKIP_BENCH_SMOKE=1 leaves out step 5,
-# QUARRY_SKIP_FUZZ_BUILD=1 step 4b, QUARRY_SKIP_PYTHON=1 step 4,
-# QUARRY_SKIP_SERVER_CLIENTS=1 step 4a, QUARRY_SKIP_LONG_PROPS=1 step 3a (for local runs; CI
-# sets none of them).
+# QUARRY_SKIP_FUZZ_BUILD=1 step 4c, QUARRY_SKIP_PYTHON=1 step 4,
+# QUARRY_SKIP_SERVER_CLIENTS=1 step 4a, QUARRY_SKIP_MCP=1 step 4b, QUARRY_SKIP_LONG_PROPS=1 step 3a
+# (for local runs; CI sets none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # No incremental caches (6 GB of target/debug in a clean run, the CI disk's margin): each step
@@ -71,6 +73,10 @@ fi
 
 if [[ "${QUARRY_SKIP_SERVER_CLIENTS:-0}" != "1" ]]; then
   step server-client-tests bash scripts/server-tests.sh
+fi
+
+if [[ "${QUARRY_SKIP_MCP:-0}" != "1" ]]; then
+  step mcp-client-tests bash scripts/mcp-tests.sh
 fi
 
 if [[ "${QUARRY_SKIP_FUZZ_BUILD:-0}" != "1" ]]; then
