@@ -174,6 +174,9 @@ pub struct CreateIndexArgs {
     pub mappings: Map<String, Value>,
 }
 
+/// Turns `(field, question)` into a query vector, or says why it cannot.
+pub type Embed = dyn Fn(&str, &str) -> Result<Vec<f32>, String>;
+
 /// Most documents or ids one write call takes (a bigger batch is a tool error, not a long
 /// stall of the session).
 pub const MAX_WRITE_BATCH: usize = 10_000;
@@ -309,10 +312,10 @@ fn vector_of(
     field: &str,
     question: Option<&str>,
     vector: Option<&[f32]>,
-    embed: &dyn Fn(&str, &str) -> Result<Vec<f32>, String>,
+    embed: &Embed,
 ) -> Result<Vec<f32>, String> {
     match (vector, question) {
-        (Some(v), _) if v.is_empty() => Err("`vector` is empty".into()),
+        (Some([]), _) => Err("`vector` is empty".into()),
         (Some(v), _) => Ok(v.to_vec()),
         (None, Some(q)) => embed(field, q),
         (None, None) => Err("give `question` (text) or `vector` (numbers)".into()),
@@ -342,11 +345,7 @@ fn knn_section(
 
 impl SemanticArgs {
     /// The `_search` body (a `knn` section); `embed` turns a question into a vector.
-    pub fn to_body(
-        &self,
-        limits: &Limits,
-        embed: &dyn Fn(&str, &str) -> Result<Vec<f32>, String>,
-    ) -> Result<Value, String> {
+    pub fn to_body(&self, limits: &Limits, embed: &Embed) -> Result<Value, String> {
         if self.question.is_some() && self.vector.is_some() {
             return Err("give either `question` or `vector`, not both".into());
         }
@@ -374,11 +373,7 @@ impl SemanticArgs {
 
 impl HybridArgs {
     /// The `_search` body: an `rrf` retriever over a `standard` (BM25) and a `knn` retriever.
-    pub fn to_body(
-        &self,
-        limits: &Limits,
-        embed: &dyn Fn(&str, &str) -> Result<Vec<f32>, String>,
-    ) -> Result<Value, String> {
+    pub fn to_body(&self, limits: &Limits, embed: &Embed) -> Result<Value, String> {
         let size = capped(self.size, "size", limits)?;
         if size == 0 {
             return Err("`size` must be at least 1".into());

@@ -2,7 +2,7 @@
 //! Rust SDK, `rmcp`) over stdio or streamable HTTP, on the HTTP server's own engine.
 //!
 //! The tools ([`tools`]) run the server's code paths: an index is an
-//! [`IndexHandle`](crate::engine::IndexHandle) of the registry ([`crate::indices`]) or one index
+//! [`IndexHandle`] of the registry ([`crate::indices`]) or one index
 //! directory; `search`, `count`, `semantic_search` and `hybrid_search` build the `_search` /
 //! `_count` body the HTTP API takes ([`args`]) and run it through [`crate::multi_index::run`]
 //! (query DSL, Lucene syntax, highlighting, kNN, RRF), so they answer exactly as `quarry serve`;
