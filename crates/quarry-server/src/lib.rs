@@ -365,17 +365,27 @@ pub(crate) async fn shutdown_signal() {
 /// Runs the server on its own multi-threaded runtime, with `tracing` logs to stderr (level from
 /// `RUST_LOG`, default `info`).
 pub fn run(config: Config) -> Result<(), ServerError> {
+    on_runtime("info", serve(config))?
+}
+
+/// Runs `future` on a new multi-threaded runtime, with `tracing` logs to stderr (never stdout,
+/// which `quarry mcp` speaks on) at `RUST_LOG`'s level, else `default_level`.
+pub(crate) fn on_runtime<F: std::future::Future>(
+    default_level: &str,
+    future: F,
+) -> std::io::Result<F::Output> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(serve(config))
+    Ok(rt.block_on(future))
 }
 
 #[cfg(test)]

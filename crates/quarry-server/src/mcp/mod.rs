@@ -204,16 +204,5 @@ pub use http::serve_http;
 /// Runs [`serve`] on its own runtime with `tracing` logs to stderr (stdout is the protocol's in
 /// stdio mode; level from `RUST_LOG`, default `warn`).
 pub fn run(config: McpConfig) -> Result<(), McpError> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(serve(config))
+    crate::on_runtime("warn", serve(config))?
 }
