@@ -17,13 +17,8 @@ if [ ! -x "$VENV/bin/pytest" ] || ! cmp -s "$REQ" "$VENV/requirements.txt"; then
   cp "$REQ" "$VENV/requirements.txt"
 fi
 echo "[mcp-tests] client: $("$VENV/bin/pip" freeze | grep -E '^(mcp|pytest)==' | tr '\n' ' ')" >&2
-# The `quarry` binary of the test profile, found as scripts/server-tests.sh finds it (after the
-# suite's test step this rebuilds nothing); a QUARRY_BIN already set is used as it is (local runs).
-[ -n "${QUARRY_BIN:-}" ] || QUARRY_BIN=$(cargo test --locked --workspace --no-run --test serve_kill \
-  --message-format=json-render-diagnostics |
-  python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin)
-           if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "quarry"
-           and m["target"]["kind"] == ["bin"]))')
+# The `quarry` binary of the test profile (scripts/test-quarry-bin.sh; after the suite's test
+# step this rebuilds nothing); a QUARRY_BIN already set is used as it is (local runs).
+[ -n "${QUARRY_BIN:-}" ] || QUARRY_BIN=$(bash scripts/test-quarry-bin.sh)
 echo "[mcp-tests] server: $QUARRY_BIN" >&2
 QUARRY_BIN="$QUARRY_BIN" "$VENV/bin/pytest" -q -p no:cacheprovider tests/mcp "$@"

@@ -16,15 +16,7 @@ if [ ! -x "$VENV/bin/pytest" ] || ! cmp -s "$REQ" "$VENV/requirements.txt"; then
   cp "$REQ" "$VENV/requirements.txt"
 fi
 echo "[server-tests] clients: $("$VENV/bin/pip" freeze | grep -E '^(elasticsearch8?|pytest)==' | tr '\n' ' ')" >&2
-# The `quarry` binary that `cargo test --workspace` builds for quarry-cli's integration tests
-# (test profile, the workspace's features): after the suite's test step this rebuilds nothing,
-# where `cargo build -p quarry-cli` compiled the engine, server and CLI again (dev profile, the
-# features of quarry-cli alone). Its path comes from cargo's own report of the artifact.
-QUARRY_BIN=$(cargo test --locked --workspace --no-run --test serve_kill \
-  --message-format=json-render-diagnostics |
-  python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin)
-           if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "quarry"
-           and m["target"]["kind"] == ["bin"]))')
+# The `quarry` binary of the test profile (after the suite's test step this rebuilds nothing).
+QUARRY_BIN=$(bash scripts/test-quarry-bin.sh)
 echo "[server-tests] server: $QUARRY_BIN" >&2
 QUARRY_BIN="$QUARRY_BIN" "$VENV/bin/pytest" -q crates/quarry-server/tests/python "$@"

@@ -2,7 +2,6 @@
 the tools and calls each on Reuters, and the answers are compared with the library's, through
 `quarry search --json` on the same index directory."""
 import asyncio
-import io
 import json
 import os
 import shutil
@@ -13,7 +12,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-import zstandard as zstd
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -21,24 +19,25 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 QUARRY = os.environ["QUARRY_BIN"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CORPUS = os.path.join(ROOT, "data", "reuters21578.jsonl.zst")
 N_DOCS = int(os.environ.get("QUARRY_MCP_DOCS", "5000"))
 DIMS = 8
+sys.path.insert(0, os.path.join(ROOT, "crates", "quarry-server", "tests", "python"))
+from reuters_corpus import reuters  # noqa: E402  (the corpus reader the server's client tests use)
+
 READ_TOOLS = ["count", "get_document", "get_mapping", "hybrid_search", "list_indices", "search",
               "semantic_search"]
 WRITE_TOOLS = ["create_index", "delete_documents", "index_documents"]
 
-MAPPINGS = {
-    "properties": {
-        "id": {"type": "integer"},
-        "title": {"type": "text"},
-        "body": {"type": "text"},
-        "date": {"type": "keyword"},
-        "topics": {"type": "keyword"},
-        "v": {"type": "dense_vector", "dims": DIMS, "similarity": "cosine",
-              "index_options": {"type": "flat"}},
-    }
-}
+
+def reuters_mappings():
+    """Elasticsearch mappings for the bundled Reuters schema (data/reuters-schema.json), plus a
+    vector field `v` searched exactly (flat), so that kNN answers can be compared exactly."""
+    with open(os.path.join(ROOT, "data", "reuters-schema.json"), encoding="utf-8") as f:
+        fields = json.load(f)["fields"]
+    props = {f["name"]: {"type": f["type"]} for f in fields}
+    props["v"] = {"type": "dense_vector", "dims": DIMS, "similarity": "cosine",
+                  "index_options": {"type": "flat"}}
+    return {"properties": props}
 
 
 PRIMES = [3, 5, 7, 11, 13, 17, 19, 23]
@@ -49,15 +48,6 @@ def vector(i):
     ranking has no ties to order differently) and never all zeros."""
     return [((i * p) % 1009) / 100.0 - 5.0 + ((i * (p + 2)) % 997) / 10000.0 + 0.001
             for p in PRIMES[:DIMS]]
-
-
-def reuters(n):
-    with open(CORPUS, "rb") as f:
-        text = io.TextIOWrapper(zstd.ZstdDecompressor().stream_reader(f), encoding="utf-8")
-        for i, line in enumerate(text):
-            if i >= n:
-                break
-            yield json.loads(line)
 
 
 def stdio(data, *extra, wrap=None):
@@ -116,7 +106,7 @@ def data():
         async with stdio(d, "--allow-writes") as client:
             names = sorted(t.name for t in (await client.list_tools()).tools)
             assert names == sorted(READ_TOOLS + WRITE_TOOLS)
-            a = await call(client, "create_index", index="reuters", mappings=MAPPINGS)
+            a = await call(client, "create_index", index="reuters", mappings=reuters_mappings())
             assert a == {"acknowledged": True, "index": "reuters"}
             batch, total = [], 0
             for doc in reuters(N_DOCS):

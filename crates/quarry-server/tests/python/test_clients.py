@@ -1,7 +1,6 @@
 """The official Elasticsearch Python clients (9.x as `elasticsearch`, 8.x as `elasticsearch8`)
 drive `quarry serve`; search results are compared with the library through `quarry search`."""
 import importlib
-import io
 import json
 import os
 import subprocess
@@ -9,10 +8,10 @@ import tempfile
 
 import pytest
 import zstandard  # noqa: F401  (only to fail early with a clear message if missing)
+from reuters_corpus import reuters
 
 QUARRY = os.environ["QUARRY_BIN"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-CORPUS = os.path.join(ROOT, "data", "reuters21578.jsonl.zst")
 N_DOCS = int(os.environ.get("QUARRY_CLIENT_DOCS", "5000"))
 
 MAPPINGS = {
@@ -24,17 +23,6 @@ MAPPINGS = {
         "topics": {"type": "keyword"},
     }
 }
-
-
-def reuters(n):
-    import zstandard as zstd
-
-    with open(CORPUS, "rb") as f:
-        text = io.TextIOWrapper(zstd.ZstdDecompressor().stream_reader(f), encoding="utf-8")
-        for i, line in enumerate(text):
-            if i >= n:
-                break
-            yield json.loads(line)
 
 
 @pytest.fixture(scope="module")
