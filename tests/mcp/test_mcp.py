@@ -406,3 +406,63 @@ def test_session_transcript(data, tmp_path):
                 out.append(m["params"]["name"] + json.dumps(m["params"].get("arguments"), sort_keys=True))
         return out
     assert requests(TRANSCRIPT_DOC) == requests(log), "rerun with QUARRY_MCP_WRITE_TRANSCRIPT=1"
+
+
+def test_one_index_directory(data):
+    async def go():
+        args = ["mcp", "--index", os.path.join(data, "reuters")]
+        async with Client(StdioServerParameters(command=QUARRY, args=args)) as client:
+            listed = await call(client, "list_indices")
+            e = await call_error(client, "count", index="other", query="oil")
+            n = await call(client, "count", index="reuters", query="oil")
+            return listed, e, n
+    listed, e, n = run(go())
+    assert [i["name"] for i in listed["indices"]] == ["reuters"]
+    assert "serves only [reuters]" in e, e
+    assert n["count"] == library(data, "--mode", "count", "oil")["hits"]
+    r = subprocess.run([QUARRY, "mcp", "--index", data], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "is not an index directory" in r.stderr, r.stderr
+
+
+def rpc(proc, message):
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    if "id" not in message:
+        return None
+    while True:
+        answer = json.loads(proc.stdout.readline())
+        if answer.get("id") == message["id"]:
+            return answer
+
+
+def test_acknowledged_writes_survive_a_kill(data):
+    """A write acknowledged without refresh or commit is in the translog: after SIGKILL the next
+    server replays it."""
+    proc = subprocess.Popen([QUARRY, "mcp", "--data", data, "--allow-writes"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        init = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        assert init["result"]["serverInfo"]["name"] == "quarry", init
+        rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def tool(i, name, **arguments):
+            a = rpc(proc, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                           "params": {"name": name, "arguments": arguments}})
+            assert not a["result"].get("isError"), a
+            return a["result"]["structuredContent"]
+        tool(2, "create_index", index="scratch",
+             mappings={"properties": {"note": {"type": "text"}}})
+        a = tool(3, "index_documents", index="scratch", refresh=False,
+                 documents=[{"id": "k1", "source": {"note": "written before the kill"}}])
+        assert a["acknowledged"] and a["durable"] and not a["searchable"], a
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+    async def after():
+        async with stdio(data) as client:
+            return await call(client, "get_document", index="scratch", id="k1")
+    doc = run(after())
+    assert doc["found"] and doc["fields"] == {"note": "written before the kill"}, doc
