@@ -466,3 +466,21 @@ def test_acknowledged_writes_survive_a_kill(data):
             return await call(client, "get_document", index="scratch", id="k1")
     doc = run(after())
     assert doc["found"] and doc["fields"] == {"note": "written before the kill"}, doc
+
+
+def test_sigterm_ends_a_stdio_session_cleanly(data):
+    """SIGTERM while the client keeps stdin open: the server commits and exits 0 (it does not wait
+    for a line that never comes)."""
+    proc = subprocess.Popen([QUARRY, "mcp", "--data", data], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        init = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        assert "result" in init, init
+        rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -385,7 +385,11 @@ pub(crate) fn on_runtime<F: std::future::Future>(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    Ok(rt.block_on(future))
+    let out = rt.block_on(future);
+    // Not a plain drop, which waits for every blocking task: `quarry mcp`'s stdin reader is one,
+    // and it waits for a line that never comes when a signal, not the client, ended the session.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -184,19 +184,23 @@ pub async fn serve(config: McpConfig) -> Result<(), McpError> {
     served
 }
 
-/// Serves one session on standard input and output until the client closes them or a signal.
+/// Serves one session on standard input and output until the client closes them or a signal
+/// (SIGTERM, Ctrl-C) arrives, also during the handshake.
 pub async fn serve_stdio(server: QuarryMcp) -> Result<(), McpError> {
     use rmcp::ServiceExt;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| McpError::Transport(e.to_string()))?;
-    let cancel = running.cancellation_token();
+    let transport = |e: &dyn std::fmt::Display| McpError::Transport(e.to_string());
+    let session = async {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| transport(&e))?;
+        running.waiting().await.map_err(|e| transport(&e))?;
+        Ok(())
+    };
     tokio::select! {
-        r = running.waiting() => { r.map_err(|e| McpError::Transport(e.to_string()))?; }
-        _ = crate::shutdown_signal() => { cancel.cancel(); }
+        r = session => r,
+        _ = crate::shutdown_signal() => Ok(()),
     }
-    Ok(())
 }
 
 pub use http::serve_http;
