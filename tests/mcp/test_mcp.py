@@ -468,6 +468,26 @@ def test_acknowledged_writes_survive_a_kill(data):
     assert doc["found"] and doc["fields"] == {"note": "written before the kill"}, doc
 
 
+def test_one_index_with_writes_is_refreshed_on_schedule(data):
+    """--index --allow-writes: the scheduler refreshes the one index (refresh_interval 1 s), so a
+    write made without `refresh` becomes searchable; creating indexes needs --data."""
+    async def go():
+        args = ["mcp", "--index", os.path.join(data, "scratch"), "--allow-writes"]
+        async with Client(StdioServerParameters(command=QUARRY, args=args)) as client:
+            e = await call_error(client, "create_index", index="more", mappings={})
+            assert "--data" in e, e
+            a = await call(client, "index_documents", index="scratch", refresh=False,
+                           documents=[{"id": "k2", "source": {"note": "refreshed later"}}])
+            assert not a["searchable"]
+            for _ in range(100):
+                n = await call(client, "count", index="scratch", query="refreshed")
+                if n["count"] == 1:
+                    return True
+                await asyncio.sleep(0.1)
+            return False
+    assert run(go()), "the write never became searchable"
+
+
 def test_sigterm_ends_a_stdio_session_cleanly(data):
     """SIGTERM while the client keeps stdin open: the server commits and exits 0 (it does not wait
     for a line that never comes)."""

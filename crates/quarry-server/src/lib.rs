@@ -276,9 +276,16 @@ impl Refresher {
     /// Starts the scheduler over the state's indexes (`quarry serve` starts one; in-process
     /// users start one when they want scheduled refreshes).
     pub fn start(state: &AppState) -> Refresher {
+        let indices = state.indices.clone();
+        Self::over(move || indices.all())
+    }
+
+    /// Starts the scheduler over the indexes `handles` returns each round (`quarry mcp
+    /// --index` has one index and no registry).
+    pub fn over(handles: impl Fn() -> Vec<Arc<engine::IndexHandle>> + Send + 'static) -> Refresher {
         let stop = Arc::new(AtomicBool::new(false));
-        let (state, flag) = (state.clone(), stop.clone());
-        let thread = std::thread::spawn(move || refresh_loop(state, flag));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || refresh_loop(handles, flag));
         Refresher {
             stop,
             thread: Some(thread),
@@ -295,10 +302,10 @@ impl Drop for Refresher {
     }
 }
 
-fn refresh_loop(state: AppState, stop: Arc<AtomicBool>) {
+fn refresh_loop(handles: impl Fn() -> Vec<Arc<engine::IndexHandle>>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
-        for h in state.indices.all() {
+        for h in handles() {
             if h.commit_due() {
                 if let Err(e) = h.commit() {
                     tracing::error!(index = h.name(), error = %e, "scheduled commit failed");

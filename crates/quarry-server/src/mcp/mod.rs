@@ -106,8 +106,9 @@ pub enum McpError {
 }
 
 /// The indexes the tools see.
+/// Either way [`serve`] runs the server's refresh and commit scheduler over them.
 pub enum Backend {
-    /// A data directory's registry (with its scheduled refreshes and commits).
+    /// A data directory's registry.
     Data(AppState),
     /// One index.
     One(Arc<IndexHandle>),
@@ -168,8 +169,11 @@ pub async fn serve(config: McpConfig) -> Result<(), McpError> {
         .map_err(|e| std::io::Error::other(e.to_string()))??;
     let backend = Arc::new(backend);
     let refresher = match &*backend {
-        Backend::Data(state) => Some(Refresher::start(state)),
-        Backend::One(_) => None,
+        Backend::Data(state) => Refresher::start(state),
+        Backend::One(h) => {
+            let h = h.clone();
+            Refresher::over(move || vec![h.clone()])
+        }
     };
     let server = QuarryMcp::new(backend.clone(), config.allow_writes, config.limits);
     let served = match config.listen {
