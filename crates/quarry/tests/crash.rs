@@ -28,7 +28,7 @@ fn schema() -> Schema {
 /// Whether document `(id, version)` has a vector: three in four do, so segments hold sparse
 /// vector maps.
 fn has_vector(id: u64, version: u32) -> bool {
-    (id + u64::from(version)) % 4 != 0
+    !(id + u64::from(version)).is_multiple_of(4)
 }
 
 /// The vector of `(id, version)`: its l2_norm score against the origin,
