@@ -4,6 +4,8 @@
 //! A `.json` file may instead hold a JSON array of documents or one document over several lines
 //! (native-vector-store's layout: `[{"id", "text", "metadata": {"embedding": [...]}}, ...]`):
 //! it is read whole and yields each object's text with the line it starts on ([`JsonDocs`]).
+//! A Markdown or plain-text file (`.md`, `.markdown`, `.txt`) is one document
+//! `{"path", "title", "body"}` ([`TextDoc`]): a folder of notes indexes as it is.
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -59,6 +61,9 @@ const INPUT_EXTENSIONS: &[&str] = &[
     ".zstd",
 ];
 
+/// File names read as one document each: Markdown and plain text.
+const TEXT_EXTENSIONS: &[&str] = &[".md", ".markdown", ".txt"];
+
 /// The files an `--input` argument names, in a fixed order: the file itself; a directory's
 /// JSON Lines files (by the extensions above, not recursive, sorted by name); or the files a glob
 /// pattern (`*`, `?`, `[...]`, `**`) matches, sorted. Naming nothing is an error.
@@ -82,14 +87,17 @@ pub fn expand(input: &Path) -> Result<Vec<PathBuf>> {
                 || std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
             if is_file
                 && !name.starts_with('.')
-                && INPUT_EXTENSIONS.iter().any(|e| name.ends_with(e))
+                && INPUT_EXTENSIONS
+                    .iter()
+                    .chain(TEXT_EXTENSIONS)
+                    .any(|e| name.ends_with(e))
             {
                 files.push(entry.path());
             }
         }
         if files.is_empty() {
             bail!(
-                "no input files in {}: expected names ending in .jsonl, .ndjson or .json (optionally .gz or .zst)",
+                "no input files in {}: expected names ending in .jsonl, .ndjson or .json (optionally .gz or .zst), or .md, .markdown or .txt",
                 input.display()
             );
         }
@@ -117,6 +125,8 @@ pub enum Lines {
     Streamed(Box<JsonLines>),
     /// A `.json` file of one array of documents, or of documents spread over several lines.
     Documents(JsonDocs),
+    /// A Markdown or text file: one document.
+    Text(TextDoc),
 }
 
 impl Lines {
@@ -131,6 +141,9 @@ impl Lines {
             .or_else(|| name.strip_suffix(".zstd"))
             .or_else(|| name.strip_suffix(".zst"))
             .unwrap_or(&name);
+        if !compressed && TEXT_EXTENSIONS.iter().any(|e| name.ends_with(e)) {
+            return Ok(Lines::Text(TextDoc::open(path)?));
+        }
         if base.ends_with(".json") && !first_line_is_an_object(path)? {
             return Ok(Lines::Documents(JsonDocs::open(path)?));
         }
@@ -164,6 +177,7 @@ impl Lines {
             Lines::Mapped(m) => m.next_line(),
             Lines::Streamed(s) => s.next_line(),
             Lines::Documents(d) => d.next_doc(),
+            Lines::Text(t) => Ok(t.next_doc()),
         }
     }
 
@@ -173,6 +187,73 @@ impl Lines {
             Lines::Mapped(m) => m.pos as u64,
             Lines::Streamed(s) => s.bytes_read(),
             Lines::Documents(d) => d.pos as u64,
+            Lines::Text(t) => t.bytes_read(),
+        }
+    }
+}
+
+/// A Markdown or plain-text file as one JSON document: `path` (as given on the command line or
+/// found in the directory), `title` (the first Markdown heading, else the file name without its
+/// extension) and `body` (the whole text). Not UTF-8 is an error naming the file and byte.
+pub struct TextDoc {
+    json: String,
+    size: u64,
+    done: bool,
+}
+
+impl TextDoc {
+    pub fn open(path: &Path) -> Result<Self> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot open input {}", path.display()))?;
+        let size = bytes.len() as u64;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let title = text
+            .lines()
+            .map(str::trim)
+            .find_map(|l| {
+                l.strip_prefix('#')
+                    .map(|h| h.trim_start_matches('#').trim())
+            })
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                path.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+        let json = serde_json::json!({
+            "path": path.to_string_lossy(),
+            "title": title,
+            "body": text,
+        })
+        .to_string();
+        Ok(TextDoc {
+            json,
+            size,
+            done: false,
+        })
+    }
+
+    fn next_doc(&mut self) -> Option<(u64, &str)> {
+        if std::mem::replace(&mut self.done, true) {
+            None
+        } else {
+            Some((1, &self.json))
+        }
+    }
+
+    fn bytes_read(&self) -> u64 {
+        if self.done {
+            self.size
+        } else {
+            0
         }
     }
 }
@@ -429,5 +510,62 @@ impl JsonLines {
     /// Uncompressed bytes consumed so far.
     pub fn bytes_read(&self) -> u64 {
         self.reader.get_ref().bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc_of(path: &Path) -> serde_json::Value {
+        let mut lines = Lines::open(path, ReadMode::Auto, MmapRange::DEFAULT).unwrap();
+        let (line, text) = lines.next_line().unwrap().unwrap();
+        assert_eq!(line, 1);
+        let v = serde_json::from_str(text).unwrap();
+        assert!(
+            lines.next_line().unwrap().is_none(),
+            "one document per file"
+        );
+        assert_eq!(lines.bytes_read(), std::fs::metadata(path).unwrap().len());
+        v
+    }
+
+    #[test]
+    fn a_folder_of_notes_is_one_document_per_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::write(
+            p.join("a.md"),
+            "intro\n\n## Wheat exports\n\nGrain moved.\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("b.txt"), "\u{feff}plain words").unwrap();
+        std::fs::write(p.join("c.bin"), [0u8, 1, 2]).unwrap();
+        std::fs::write(p.join("d.jsonl"), "{\"body\": \"x\"}\n").unwrap();
+        let files = expand(p).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.md", "b.txt", "d.jsonl"]);
+        let a = doc_of(&files[0]);
+        assert_eq!(a["title"], "Wheat exports");
+        assert_eq!(a["body"], "intro\n\n## Wheat exports\n\nGrain moved.\n");
+        assert_eq!(a["path"], files[0].to_string_lossy().as_ref());
+        let b = doc_of(&files[1]);
+        assert_eq!(b["title"], "b", "no heading: the file name");
+        assert_eq!(b["body"], "plain words", "without the byte-order mark");
+    }
+
+    #[test]
+    fn a_text_file_that_is_not_utf8_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bad.md");
+        std::fs::write(&f, b"ok \xff\xfe").unwrap();
+        let e = Lines::open(&f, ReadMode::Auto, MmapRange::DEFAULT)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("bad.md") && e.contains("offset 3"), "{e}");
     }
 }
