@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl and
-# tests/fixtures/lucene-reuters-structured-oracle.jsonl from repo files only (bundled corpus
+# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl,
+# tests/fixtures/lucene-reuters-structured-oracle.jsonl, tests/fixtures/lucene-reuters-compound-oracle.jsonl
+# and tests/fixtures/lucene-reuters-explain-oracle.jsonl from repo files only (bundled corpus
 # data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
-# tests/fixtures/reuters-queries-public.jsonl, tests/fixtures/reuters-structured-queries.jsonl).
+# tests/fixtures/reuters-queries-public.jsonl, tests/fixtures/reuters-structured-queries.jsonl,
+# tests/fixtures/reuters-queries-compound.jsonl, tests/fixtures/reuters-queries-explain.jsonl).
 #   bench/lucene/regen-oracle.sh            rewrite the fixtures in place
 #   bench/lucene/regen-oracle.sh --check    write to temp files and cmp against the fixtures
 set -euo pipefail
@@ -14,6 +16,8 @@ if ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -qE 'version "(2[1-9]|[3-9][0-9]
 fi
 fixture="$root/tests/fixtures/lucene-reuters-oracle.jsonl"
 structured="$root/tests/fixtures/lucene-reuters-structured-oracle.jsonl"
+compound="$root/tests/fixtures/lucene-reuters-compound-oracle.jsonl"
+explain="$root/tests/fixtures/lucene-reuters-explain-oracle.jsonl"
 mode="${1:-write}"
 
 mvn -q -f "$here/pom.xml" package >&2
@@ -30,9 +34,13 @@ fi
 
 out="$fixture"
 out_structured="$structured"
+out_compound="$compound"
+out_explain="$explain"
 if [[ "$mode" == "--check" ]]; then
   out="$tmpdir/oracle.jsonl"
   out_structured="$tmpdir/structured.jsonl"
+  out_compound="$tmpdir/compound.jsonl"
+  out_explain="$tmpdir/explain.jsonl"
 fi
 
 java=("$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$here/target/lucene-bench.jar")
@@ -45,6 +53,15 @@ java=("$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$her
   --input "$input" \
   --queries "$root/tests/fixtures/reuters-structured-queries.jsonl" \
   --out "$out_structured"
+"${java[@]}" oracle-dsl \
+  --input "$input" \
+  --queries-set "compound=$root/tests/fixtures/reuters-queries-compound.jsonl" \
+  --out "$out_compound"
+"${java[@]}" oracle-dsl \
+  --input "$input" \
+  --queries-set "explain=$root/tests/fixtures/reuters-queries-explain.jsonl" \
+  --explain 3 \
+  --out "$out_explain"
 
 if [[ "$mode" == "--check" ]]; then
   status=0
@@ -59,9 +76,13 @@ if [[ "$mode" == "--check" ]]; then
   }
   check "$out" "$fixture"
   check "$out_structured" "$structured"
+  check "$out_compound" "$compound"
+  check "$out_explain" "$explain"
   exit "$status"
 else
-  echo "oracle: wrote $out and $out_structured" >&2
+  echo "oracle: wrote $out, $out_structured, $out_compound and $out_explain" >&2
   (cd "$root" && git diff --stat -- tests/fixtures/lucene-reuters-oracle.jsonl \
-    tests/fixtures/lucene-reuters-structured-oracle.jsonl) >&2 || true
+    tests/fixtures/lucene-reuters-structured-oracle.jsonl \
+    tests/fixtures/lucene-reuters-compound-oracle.jsonl \
+    tests/fixtures/lucene-reuters-explain-oracle.jsonl) >&2 || true
 fi

@@ -1256,7 +1256,7 @@ mod tests {
             s(
                 json!({"boosting": {"positive": {"term": {"tag": "x"}}, "negative": {"term": {"tag": "y"}}, "negative_boost": 0.2}})
             ),
-            "Boosting(tag:x, tag:y)^0.2"
+            "FunctionScoreQuery(tag:x, scored by boost(queryboost(score(tag:y))^0.2))"
         );
     }
 

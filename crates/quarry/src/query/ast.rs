@@ -4,7 +4,7 @@
 //! The shapes mirror the Lucene classes the classic `QueryParser` builds (`TermQuery`,
 //! `PhraseQuery`, `PrefixQuery`, `WildcardQuery`, `RegexpQuery`, `FuzzyQuery`,
 //! `TermRangeQuery`, `BooleanQuery`, `BoostQuery`, `MatchAllDocsQuery`, `MatchNoDocsQuery`),
-//! plus `ConstantScoreQuery` and `DisjunctionMaxQuery`,, and [`Display`](std::fmt::Display) renders them exactly like Lucene's
+//! plus `ConstantScoreQuery`, `DisjunctionMaxQuery` and `FunctionScoreQuery.boostByQuery`, and [`Display`](std::fmt::Display) renders them exactly like Lucene's
 //! `Query.toString()`, which is `toString("")`: every term carries its field. Use
 //! [`Query::to_string_with_field`] for Lucene's `toString(field)`, which omits that field.
 
@@ -378,12 +378,15 @@ impl Query {
                 negative,
                 negative_boost,
             } => {
-                out.push_str("Boosting(");
+                // Lucene's `FunctionScoreQuery.toString(field)` around the boost-by-query
+                // source, whose `toString()` writes the negative query with every field.
+                out.push_str("FunctionScoreQuery(");
                 positive.render(default_field, out);
-                out.push_str(", ");
-                negative.render(default_field, out);
-                out.push_str(")^");
+                out.push_str(", scored by boost(queryboost(score(");
+                negative.render("", out);
+                out.push_str("))^");
                 out.push_str(&java_float_to_string(*negative_boost));
+                out.push_str("))");
             }
             Query::MatchAll => out.push_str("*:*"),
             Query::MatchNone => out.push_str("MatchNoDocsQuery(\"\")"),

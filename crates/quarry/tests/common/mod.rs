@@ -4,7 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use quarry::{DirectoryKind, Document, IndexWriter, MergePolicy, Schema, WriterOptions};
+use quarry::query::ast::{Clause, Occur, Query};
+use quarry::{DirectoryKind, Document, IndexWriter, MergePolicy, Schema, Searcher, WriterOptions};
 use serde_json::Value;
 
 pub fn root() -> &'static Path {
@@ -154,4 +155,74 @@ pub fn stored_pairs(seg: &quarry::index::SegmentReader, f: u32) -> Pairs {
         out.insert(String::from_utf8(term.to_vec()).unwrap(), list);
     }
     out
+}
+
+/// The query of one oracle line: `query` in the classic syntax (default field body), or `dsl`,
+/// the Elasticsearch DSL subset of the harness's `oracle-dsl` command (see [`dsl`]).
+pub fn oracle_query(searcher: &Searcher, q: &Value) -> Result<Query, String> {
+    match (q.get("query"), q.get("dsl")) {
+        (Some(text), _) => searcher
+            .parse_query(text.as_str().unwrap(), &["body"])
+            .map_err(|e| format!("{text}: {e}")),
+        (None, Some(d)) => dsl(searcher, d),
+        (None, None) => Err(format!("oracle line without query or dsl: {q}")),
+    }
+}
+
+/// What `bench/lucene`'s `LuceneDsl.build` builds, in quarry's model: a string is the classic
+/// syntax; `bool` (clauses in Elasticsearch's order: must, must_not, should, filter), `dis_max`,
+/// `constant_score` and `boosting`, each with an optional `boost`.
+pub fn dsl(searcher: &Searcher, node: &Value) -> Result<Query, String> {
+    if let Some(text) = node.as_str() {
+        return searcher
+            .parse_query(text, &["body"])
+            .map_err(|e| format!("{text}: {e}"));
+    }
+    let (ty, body) = node
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .ok_or_else(|| format!("not a query: {node}"))?;
+    let sub = |key: &str| dsl(searcher, &body[key]);
+    let list = |key: &str| -> Result<Vec<Query>, String> {
+        match &body[key] {
+            Value::Null => Ok(vec![]),
+            Value::Array(items) => items.iter().map(|v| dsl(searcher, v)).collect(),
+            one => Ok(vec![dsl(searcher, one)?]),
+        }
+    };
+    let num = |key: &str| body[key].as_f64().map(|v| v as f32);
+    let q = match ty.as_str() {
+        "bool" => {
+            let mut clauses = Vec::new();
+            for (key, occur) in [
+                ("must", Occur::Must),
+                ("must_not", Occur::MustNot),
+                ("should", Occur::Should),
+                ("filter", Occur::Filter),
+            ] {
+                clauses.extend(list(key)?.into_iter().map(|q| Clause::new(occur, q)));
+            }
+            Query::Boolean {
+                clauses,
+                minimum_should_match: body["minimum_should_match"].as_u64().unwrap_or(0) as u32,
+            }
+        }
+        "dis_max" => Query::DisMax {
+            queries: list("queries")?,
+            tie_breaker: num("tie_breaker").unwrap_or(0.0),
+        },
+        "constant_score" => Query::ConstantScore {
+            query: Box::new(sub("filter")?),
+        },
+        "boosting" => Query::Boosting {
+            positive: Box::new(sub("positive")?),
+            negative: Box::new(sub("negative")?),
+            negative_boost: num("negative_boost").ok_or("boosting without negative_boost")?,
+        },
+        other => return Err(format!("unknown query type {other}")),
+    };
+    Ok(match num("boost") {
+        Some(b) if b != 1.0 => Query::boosted(q, b),
+        _ => q,
+    })
 }

@@ -81,6 +81,7 @@ public final class LuceneBench {
       case "merge" -> cmdMerge(a);
       case "oracle" -> cmdOracle(a);
       case "oracle-structured" -> LuceneStructured.cmd(a);
+      case "oracle-dsl" -> LuceneDsl.cmd(a);
       case "structured-bench" -> LuceneStructuredBench.cmd(a);
       case "ops" -> LuceneOps.cmdOps(a);
       case "probe" -> LuceneProbe.cmdProbe(a);
@@ -108,6 +109,8 @@ public final class LuceneBench {
           merge     --index DIR [--max-segments K]   (forceMerge(K), default 1, then commit)
           oracle    --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [--queries-set NAME=FILE ...]
                     --out FILE [--index DIR]
+          oracle-dsl --input DOCS.jsonl[.zst|.gz] --queries-set NAME=FILE [...] --out FILE [--explain N]
+                    (Elasticsearch DSL queries and explanations: see LuceneDsl.java)
           oracle-structured --input DOCS.jsonl[.zst|.gz] --queries Q.jsonl --out FILE [--index DIR]
                     (ranges and sorts on id, date, topics: see LuceneStructured.java)
           structured-bench --data DIR --index DIR --queries SPECS.jsonl [--warmup W] [--iters I]
@@ -567,17 +570,7 @@ public final class LuceneBench {
             int id = stored.document(i).getField("id").numericValue().intValue();
             if (id != docs.get(i).id) throw new IllegalStateException("doc order != file order at " + i);
           }
-          Json st = new Json();
-          st.str("type", "stats").str("lucene", Version.LATEST.toString());
-          st.str("analyzer", "StandardAnalyzer()").num("docs", reader.numDocs());
-          for (String field : new String[] {"title", "body"}) {
-            Terms t = MultiTerms.getTerms(reader, field);
-            Json fj = new Json();
-            fj.num("docCount", t.getDocCount()).num("sumTotalTermFreq", t.getSumTotalTermFreq());
-            fj.num("sumDocFreq", t.getSumDocFreq()).num("uniqueTerms", t.size());
-            st.raw(field, fj.end());
-          }
-          sb.append(st.end()).append('\n');
+          sb.append(statsLine(reader)).append('\n');
 
           for (String set : sets) {
             int eq = set.indexOf('=');
@@ -603,6 +596,21 @@ public final class LuceneBench {
     } finally {
       if (indexOpt == null) deleteRecursively(indexDir);
     }
+  }
+
+  /** The oracle files' first line: Lucene's version and the title and body statistics. */
+  static String statsLine(DirectoryReader reader) throws IOException {
+    Json st = new Json();
+    st.str("type", "stats").str("lucene", Version.LATEST.toString());
+    st.str("analyzer", "StandardAnalyzer()").num("docs", reader.numDocs());
+    for (String field : new String[] {"title", "body"}) {
+      Terms t = MultiTerms.getTerms(reader, field);
+      Json fj = new Json();
+      fj.num("docCount", t.getDocCount()).num("sumTotalTermFreq", t.getSumTotalTermFreq());
+      fj.num("sumDocFreq", t.getSumDocFreq()).num("uniqueTerms", t.size());
+      st.raw(field, fj.end());
+    }
+    return st.end();
   }
 
   static void deleteRecursively(Path p) throws IOException {

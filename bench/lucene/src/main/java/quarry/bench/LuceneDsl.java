@@ -1,0 +1,297 @@
+package quarry.bench;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.lucene.analysis.standard.StandardAnalyzer;
+import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LogByteSizeMergePolicy;
+import org.apache.lucene.index.StoredFields;
+import org.apache.lucene.queries.function.FunctionScoreQuery;
+import org.apache.lucene.search.BooleanClause;
+import org.apache.lucene.search.BooleanQuery;
+import org.apache.lucene.search.BoostQuery;
+import org.apache.lucene.search.ConstantScoreQuery;
+import org.apache.lucene.search.DisjunctionMaxQuery;
+import org.apache.lucene.search.Explanation;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.MatchAllDocsQuery;
+import org.apache.lucene.search.Query;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+
+/**
+ * {@code oracle-dsl}: Lucene's answers to queries written in a small subset of Elasticsearch's
+ * query DSL, each built into the Lucene query Elasticsearch builds for it, plus Lucene's {@link
+ * Explanation} of the top hits.
+ *
+ * <p>A query line is {@code {"kind": .., "dsl": NODE}}. A NODE is a JSON string (the classic
+ * QueryParser, default field body, default operator OR, StandardAnalyzer) or an object with one
+ * key: {@code bool} (must/should/must_not/filter arrays, minimum_should_match), {@code dis_max}
+ * (queries, tie_breaker: DisjunctionMaxQuery), {@code constant_score} (filter:
+ * ConstantScoreQuery), {@code boosting} (positive, negative, negative_boost:
+ * FunctionScoreQuery.boostByQuery, which is what Elasticsearch's BoostingQueryBuilder builds),
+ * each with an optional {@code boost} (a BoostQuery around it, as Elasticsearch wraps any query
+ * whose boost is not 1).
+ *
+ * <p>Output: the stats line of {@code oracle}, then per query {@code type, set, kind, dsl,
+ * parsed, hits, top} and, with {@code --explain N}, {@code explain}: the ids and explanation trees
+ * ({@code value} as Float.toString, {@code description}, {@code details}) of the top N hits.
+ */
+final class LuceneDsl {
+
+  static void cmd(LuceneBench.Args a) throws Exception {
+    Path input = Paths.get(a.req("--input"));
+    List<String> sets = a.multi("--queries-set");
+    Path out = Paths.get(a.req("--out"));
+    int explainTop = a.intOpt("--explain", 0);
+    a.done();
+    if (sets.isEmpty()) throw new IllegalArgumentException("at least one --queries-set NAME=FILE");
+
+    List<LuceneBench.Doc> docs = LuceneBench.loadDocs(input);
+    Path indexDir = Files.createTempDirectory("lucene-oracle-dsl-");
+    try {
+      StringBuilder sb = new StringBuilder();
+      try (Directory dir = FSDirectory.open(indexDir)) {
+        // As `oracle`: one segment whose doc ids are the file order.
+        IndexWriterConfig iwc = new IndexWriterConfig(new StandardAnalyzer());
+        iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
+        iwc.setMergePolicy(new LogByteSizeMergePolicy());
+        try (IndexWriter w = new IndexWriter(dir, iwc)) {
+          for (LuceneBench.Doc d : docs) w.addDocument(LuceneBench.toLucene(d));
+          w.forceMerge(1);
+          w.commit();
+        }
+        try (DirectoryReader reader = DirectoryReader.open(dir)) {
+          if (reader.leaves().size() != 1) throw new IllegalStateException("expected 1 segment");
+          IndexSearcher searcher = new IndexSearcher(reader);
+          StoredFields stored = searcher.storedFields();
+          sb.append(LuceneBench.statsLine(reader)).append('\n');
+          for (String set : sets) {
+            int eq = set.indexOf('=');
+            if (eq <= 0) throw new IllegalArgumentException("--queries-set wants NAME=FILE: " + set);
+            String setName = set.substring(0, eq);
+            for (Map<String, Object> line : readLines(Paths.get(set.substring(eq + 1)))) {
+              Object dsl = line.get("dsl");
+              if (dsl == null) throw new IOException(set + ": line without \"dsl\": " + line);
+              Query q = build(dsl);
+              int hits = searcher.count(q);
+              TopDocs td = searcher.search(q, 10);
+              LuceneBench.Json j = new LuceneBench.Json();
+              j.str("type", "query").str("set", setName).str("kind", (String) line.get("kind"));
+              j.raw("dsl", toJson(dsl));
+              j.str("parsed", q.toString()).num("hits", hits);
+              j.raw("top", LuceneBench.topJson(td, stored, true));
+              if (explainTop > 0) {
+                StringBuilder ex = new StringBuilder("[");
+                for (int i = 0; i < Math.min(explainTop, td.scoreDocs.length); i++) {
+                  ScoreDoc sd = td.scoreDocs[i];
+                  int id = stored.document(sd.doc).getField("id").numericValue().intValue();
+                  if (i > 0) ex.append(',');
+                  ex.append("{\"id\":").append(id).append(",\"tree\":");
+                  explanationJson(searcher.explain(q, sd.doc), ex);
+                  ex.append('}');
+                }
+                j.raw("explain", ex.append(']').toString());
+              }
+              sb.append(j.end()).append('\n');
+            }
+          }
+        }
+      }
+      if (out.getParent() != null) Files.createDirectories(out.getParent());
+      Files.writeString(out, sb.toString(), StandardCharsets.UTF_8);
+      LuceneBench.log("wrote %s", out);
+    } finally {
+      LuceneBench.deleteRecursively(indexDir);
+    }
+  }
+
+  /** The Lucene query Elasticsearch builds for one DSL node. */
+  static Query build(Object node) throws Exception {
+    if (node instanceof String s) return LuceneBench.parse(s, "body");
+    if (!(node instanceof Map<?, ?> m) || m.size() != 1) {
+      throw new IllegalArgumentException("a query is a string or an object with one key: " + node);
+    }
+    Map.Entry<?, ?> e = m.entrySet().iterator().next();
+    String type = (String) e.getKey();
+    Map<?, ?> body = (Map<?, ?>) e.getValue();
+    Query q =
+        switch (type) {
+          case "bool" -> bool(body);
+          case "dis_max" -> {
+            List<Query> subs = new ArrayList<>();
+            for (Object sub : list(body.get("queries"))) subs.add(build(sub));
+            yield new DisjunctionMaxQuery(subs, num(body, "tie_breaker", 0f));
+          }
+          case "constant_score" -> new ConstantScoreQuery(build(body.get("filter")));
+          case "boosting" ->
+              FunctionScoreQuery.boostByQuery(
+                  build(body.get("positive")),
+                  build(body.get("negative")),
+                  num(body, "negative_boost", Float.NaN));
+          default -> throw new IllegalArgumentException("unknown query type " + type);
+        };
+    float boost = num(body, "boost", 1f);
+    return boost == 1f ? q : new BoostQuery(q, boost);
+  }
+
+  /** Elasticsearch's BoolQueryBuilder: the clauses in must, must_not, should, filter order. */
+  static Query bool(Map<?, ?> body) throws Exception {
+    BooleanQuery.Builder b = new BooleanQuery.Builder();
+    String[] keys = {"must", "must_not", "should", "filter"};
+    BooleanClause.Occur[] occurs = {
+      BooleanClause.Occur.MUST,
+      BooleanClause.Occur.MUST_NOT,
+      BooleanClause.Occur.SHOULD,
+      BooleanClause.Occur.FILTER
+    };
+    int n = 0;
+    for (int i = 0; i < keys.length; i++) {
+      for (Object sub : list(body.get(keys[i]))) {
+        b.add(build(sub), occurs[i]);
+        n++;
+      }
+    }
+    if (n == 0) return new MatchAllDocsQuery();
+    Object msm = body.get("minimum_should_match");
+    if (msm != null) b.setMinimumNumberShouldMatch(((Number) msm).intValue());
+    return b.build();
+  }
+
+  static List<?> list(Object v) {
+    if (v == null) return List.of();
+    if (v instanceof List<?> l) return l;
+    return List.of(v);
+  }
+
+  static float num(Map<?, ?> m, String key, float def) {
+    Object v = m.get(key);
+    if (v == null) {
+      if (Float.isNaN(def)) throw new IllegalArgumentException("missing " + key + " in " + m);
+      return def;
+    }
+    return ((Number) v).floatValue();
+  }
+
+  /** Lucene's explanation as {"value", "description", "details"}; values as Float.toString. */
+  static void explanationJson(Explanation e, StringBuilder sb) {
+    sb.append("{\"match\":").append(e.isMatch()).append(",\"value\":");
+    sb.append(Float.toString(e.getValue().floatValue())).append(",\"description\":");
+    LuceneBench.Json.quote(sb, e.getDescription());
+    sb.append(",\"details\":[");
+    Explanation[] details = e.getDetails();
+    for (int i = 0; i < details.length; i++) {
+      if (i > 0) sb.append(',');
+      explanationJson(details[i], sb);
+    }
+    sb.append("]}");
+  }
+
+  // ---------------------------------------------------------------- JSON trees
+
+  static List<Map<String, Object>> readLines(Path p) throws IOException {
+    List<Map<String, Object>> out = new ArrayList<>();
+    try (BufferedReader r = LuceneBench.openText(p)) {
+      String line;
+      while ((line = r.readLine()) != null) {
+        if (line.isBlank()) continue;
+        try (JsonParser jp = LuceneBench.JSON.createParser(line)) {
+          @SuppressWarnings("unchecked")
+          Map<String, Object> m = (Map<String, Object>) value(jp, jp.nextToken());
+          out.add(m);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The JSON value starting at token t: maps keep key order, numbers are Long or Double. */
+  static Object value(JsonParser jp, JsonToken t) throws IOException {
+    switch (t) {
+      case START_OBJECT -> {
+        Map<String, Object> m = new LinkedHashMap<>();
+        while (jp.nextToken() == JsonToken.FIELD_NAME) {
+          String k = jp.currentName();
+          m.put(k, value(jp, jp.nextToken()));
+        }
+        return m;
+      }
+      case START_ARRAY -> {
+        List<Object> l = new ArrayList<>();
+        JsonToken x;
+        while ((x = jp.nextToken()) != JsonToken.END_ARRAY) l.add(value(jp, x));
+        return l;
+      }
+      case VALUE_STRING -> {
+        return jp.getText();
+      }
+      case VALUE_NUMBER_INT -> {
+        return jp.getLongValue();
+      }
+      case VALUE_NUMBER_FLOAT -> {
+        return jp.getDoubleValue();
+      }
+      case VALUE_TRUE -> {
+        return Boolean.TRUE;
+      }
+      case VALUE_FALSE -> {
+        return Boolean.FALSE;
+      }
+      case VALUE_NULL -> {
+        return null;
+      }
+      default -> throw new IOException("unexpected JSON token " + t);
+    }
+  }
+
+  /** Compact JSON of a value read by {@link #value}. */
+  static String toJson(Object v) {
+    StringBuilder sb = new StringBuilder();
+    writeJson(v, sb);
+    return sb.toString();
+  }
+
+  static void writeJson(Object v, StringBuilder sb) {
+    if (v == null) {
+      sb.append("null");
+    } else if (v instanceof String s) {
+      LuceneBench.Json.quote(sb, s);
+    } else if (v instanceof Map<?, ?> m) {
+      sb.append('{');
+      boolean first = true;
+      for (Map.Entry<?, ?> e : m.entrySet()) {
+        if (!first) sb.append(',');
+        first = false;
+        LuceneBench.Json.quote(sb, (String) e.getKey());
+        sb.append(':');
+        writeJson(e.getValue(), sb);
+      }
+      sb.append('}');
+    } else if (v instanceof List<?> l) {
+      sb.append('[');
+      for (int i = 0; i < l.size(); i++) {
+        if (i > 0) sb.append(',');
+        writeJson(l.get(i), sb);
+      }
+      sb.append(']');
+    } else {
+      sb.append(v);
+    }
+  }
+
+  private LuceneDsl() {}
+}
