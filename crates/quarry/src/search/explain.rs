@@ -13,8 +13,9 @@
 //! - constant-score queries (prefix, wildcard, regexp, range, match_all, constant_score): the
 //!   query itself with its `^boost`;
 //! - a fuzzy query: the `sum of:` its expansions' terms, each scored with the blended document
-//!   frequency; `boosting`: `product of:` its positive side and the negative boost when the
-//!   negative side matches.
+//!   frequency; `boosting`: Lucene's `FunctionScoreQuery` node, `weight(..), result of:` its
+//!   positive side, or `product of:` that and the negative boost when the negative side
+//!   matches.
 //!
 //! Every node's value is what the scorer of that sub-query gives the document (as Lucene's
 //! `BooleanWeight.explain` pulls a scorer), so the top value is the document's score in a
@@ -284,10 +285,24 @@ impl At<'_> {
             }
         }
         let w = Weight::build(q, &self.ctx, boost)?;
-        Ok(match (self.score(&w)?, subs.len()) {
-            (Some(_), 1) => subs.pop().expect("one"),
-            (Some(v), _) => Explanation::matched(v, "sum of:", subs),
-            (None, _) => Explanation::no_match("no matching term", vec![]),
+        // Lucene rewrites a fuzzy query to a boolean of its expansions, and a boolean of one
+        // clause to that clause: "sum of:" unless the query expanded to a single term.
+        Ok(match self.score(&w)? {
+            Some(_) if expansions.len() == 1 && subs.len() == 1 => subs.pop().expect("one"),
+            Some(v) => Explanation::matched(v, "sum of:", subs),
+            None => Explanation::no_match("no matching term", vec![]),
+        })
+    }
+
+    /// A clause that does not score (filter, must_not): Lucene explains it through the query
+    /// cache's `ConstantScoreWeight` (`IndexSearcher` wraps every non-scoring weight in it),
+    /// as the query with its boost, whatever the query.
+    fn unscored(&self, q: &Query, boost: f32) -> Result<Explanation> {
+        let w = Weight::build(q, &self.ctx, boost)?;
+        Ok(match self.score(&w)? {
+            Some(_) if boost == 1.0 => Explanation::matched(1.0, q.to_string(), vec![]),
+            Some(_) => Explanation::matched(boost, format!("{q}^{}", jf(boost)), vec![]),
+            None => Explanation::no_match(format!("{q} doesn't match id {}", self.doc), vec![]),
         })
     }
 
@@ -301,7 +316,10 @@ impl At<'_> {
         let mut subs = Vec::new();
         let (mut fail, mut matched) = (false, 0u32);
         for c in clauses {
-            let e = self.explain(&c.query, boost)?;
+            let e = match c.occur {
+                Occur::Must | Occur::Should => self.explain(&c.query, boost)?,
+                Occur::Filter | Occur::MustNot => self.unscored(&c.query, boost)?,
+            };
             if e.matched {
                 match c.occur {
                     Occur::Must | Occur::Should => subs.push(e),
@@ -341,6 +359,44 @@ impl At<'_> {
                 format!("Failure to match minimum number of optional clauses: {msm}"),
                 subs,
             ),
+        })
+    }
+
+    /// Lucene's `FunctionScoreQuery` explanation: `weight(query), result of:` over the
+    /// positive side, or over `product of:` it and `Matched boosting query ..` when the
+    /// negative side matches. Lucene explains the positive side unboosted and puts an outer
+    /// boost beside it (`weight(query), product of:` the boost and that).
+    fn boosting(
+        &self,
+        q: &Query,
+        positive: &Query,
+        negative: &Query,
+        negative_boost: f32,
+        boost: f32,
+    ) -> Result<Explanation> {
+        let pos = self.explain(positive, 1.0)?;
+        if !pos.matched {
+            return Ok(pos);
+        }
+        let w = Weight::build(q, &self.ctx, boost)?;
+        let value = self.score(&w)?.unwrap_or(0.0);
+        let neg = Weight::build(negative, &self.ctx, 1.0)?;
+        let inner = if self.score(&neg)?.is_some() {
+            let matched = Explanation::matched(
+                negative_boost,
+                format!("Matched boosting query score({negative})"),
+                vec![],
+            );
+            let v = (f64::from(pos.value) * f64::from(negative_boost)) as f32;
+            Explanation::matched(v, "product of:", vec![pos, matched])
+        } else {
+            pos
+        };
+        Ok(if boost == 1.0 {
+            Explanation::matched(value, format!("weight({q}), result of:"), vec![inner])
+        } else {
+            let b = Explanation::matched(boost, "boost", vec![]);
+            Explanation::matched(value, format!("weight({q}), product of:"), vec![b, inner])
         })
     }
 
@@ -389,23 +445,7 @@ impl At<'_> {
                 positive,
                 negative,
                 negative_boost,
-            } => {
-                let pos = self.explain(positive, boost)?;
-                if !pos.matched {
-                    return Ok(pos);
-                }
-                let neg = Weight::build(negative, &self.ctx, 1.0)?;
-                if self.score(&neg)?.is_none() {
-                    return Ok(pos);
-                }
-                let w = Weight::build(q, &self.ctx, boost)?;
-                let v = self.score(&w)?.unwrap_or(0.0);
-                Ok(Explanation::matched(
-                    v,
-                    "product of:",
-                    vec![pos, Explanation::matched(*negative_boost, "boost", vec![])],
-                ))
-            }
+            } => self.boosting(q, positive, negative, *negative_boost, boost),
             Query::Fuzzy { .. } => self.fuzzy(q, boost),
             Query::MatchNone => Ok(Explanation::no_match("MatchNoDocsQuery", vec![])),
             Query::Prefix { .. }
