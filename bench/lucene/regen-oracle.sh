@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Rebuild the driver and regenerate tests/fixtures/lucene-reuters-oracle.jsonl,
-# tests/fixtures/lucene-reuters-structured-oracle.jsonl, tests/fixtures/lucene-reuters-compound-oracle.jsonl
-# and tests/fixtures/lucene-reuters-explain-oracle.jsonl from repo files only (bundled corpus
-# data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
+# Rebuild the driver and regenerate the Lucene oracles tests/fixtures/lucene-reuters-{oracle,
+# structured-oracle,compound-oracle,explain-oracle,simple-oracle}.jsonl from repo files only
+# (bundled corpus data/reuters21578.jsonl.zst, bench/lucene/seed-queries.jsonl,
 # tests/fixtures/reuters-queries-public.jsonl, tests/fixtures/reuters-structured-queries.jsonl,
-# tests/fixtures/reuters-queries-compound.jsonl, tests/fixtures/reuters-queries-explain.jsonl).
+# tests/fixtures/reuters-queries-compound.jsonl, tests/fixtures/reuters-queries-explain.jsonl,
+# tests/fixtures/reuters-queries-simple.jsonl).
 #   bench/lucene/regen-oracle.sh            rewrite the fixtures in place
 #   bench/lucene/regen-oracle.sh --check    write to temp files and cmp against the fixtures
 set -euo pipefail
@@ -18,6 +18,7 @@ fixture="$root/tests/fixtures/lucene-reuters-oracle.jsonl"
 structured="$root/tests/fixtures/lucene-reuters-structured-oracle.jsonl"
 compound="$root/tests/fixtures/lucene-reuters-compound-oracle.jsonl"
 explain="$root/tests/fixtures/lucene-reuters-explain-oracle.jsonl"
+simple="$root/tests/fixtures/lucene-reuters-simple-oracle.jsonl"
 mode="${1:-write}"
 
 mvn -q -f "$here/pom.xml" package >&2
@@ -36,11 +37,13 @@ out="$fixture"
 out_structured="$structured"
 out_compound="$compound"
 out_explain="$explain"
+out_simple="$simple"
 if [[ "$mode" == "--check" ]]; then
   out="$tmpdir/oracle.jsonl"
   out_structured="$tmpdir/structured.jsonl"
   out_compound="$tmpdir/compound.jsonl"
   out_explain="$tmpdir/explain.jsonl"
+  out_simple="$tmpdir/simple.jsonl"
 fi
 
 java=("$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$here/target/lucene-bench.jar")
@@ -62,6 +65,10 @@ java=("$JAVA_HOME/bin/java" -Xmx2g --enable-native-access=ALL-UNNAMED -jar "$her
   --queries-set "explain=$root/tests/fixtures/reuters-queries-explain.jsonl" \
   --explain 3 \
   --out "$out_explain"
+"${java[@]}" oracle-dsl \
+  --input "$input" \
+  --queries-set "simple=$root/tests/fixtures/reuters-queries-simple.jsonl" \
+  --out "$out_simple"
 
 if [[ "$mode" == "--check" ]]; then
   status=0
@@ -78,11 +85,13 @@ if [[ "$mode" == "--check" ]]; then
   check "$out_structured" "$structured"
   check "$out_compound" "$compound"
   check "$out_explain" "$explain"
+  check "$out_simple" "$simple"
   exit "$status"
 else
-  echo "oracle: wrote $out, $out_structured, $out_compound and $out_explain" >&2
+  echo "oracle: wrote $out, $out_structured, $out_compound, $out_explain and $out_simple" >&2
   (cd "$root" && git diff --stat -- tests/fixtures/lucene-reuters-oracle.jsonl \
     tests/fixtures/lucene-reuters-structured-oracle.jsonl \
     tests/fixtures/lucene-reuters-compound-oracle.jsonl \
-    tests/fixtures/lucene-reuters-explain-oracle.jsonl) >&2 || true
+    tests/fixtures/lucene-reuters-explain-oracle.jsonl \
+    tests/fixtures/lucene-reuters-simple-oracle.jsonl) >&2 || true
 fi

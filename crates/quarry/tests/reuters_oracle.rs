@@ -220,3 +220,17 @@ fn compound_queries_match_lucene() {
         |_| true,
     );
 }
+
+/// `simple_query_string`: Lucene's `SimpleQueryParser` (operators, precedence, negation,
+/// phrases, slop, prefixes, fuzzy terms, escapes, bad syntax, several boosted fields, default
+/// operator AND, flags) (tests/fixtures/lucene-reuters-simple-oracle.jsonl, from the harness's
+/// `oracle-dsl` on tests/fixtures/reuters-queries-simple.jsonl).
+#[test]
+fn simple_query_strings_match_lucene() {
+    run_file(
+        "lucene-reuters-simple-oracle.jsonl",
+        DirectoryKind::Mmap,
+        2,
+        |_| true,
+    );
+}

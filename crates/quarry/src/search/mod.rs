@@ -35,7 +35,7 @@ use weight::{Context, Weight};
 
 use crate::codec::livedocs::LiveDocs;
 use crate::index::SegmentReader;
-use crate::query::{FieldAnalysis, Operator, Query, QueryParser};
+use crate::query::{FieldAnalysis, Operator, Query, QueryParser, SimpleQueryParser};
 use crate::schema::{FieldType, Schema};
 use crate::{Error, Result};
 
@@ -237,6 +237,40 @@ impl Searcher {
             QueryParser::with_default_fields(fields, Arc::new(SchemaAnalysis(self.schema.clone())))
                 .with_default_operator(Operator::Or),
         )
+    }
+
+    /// Lucene's `SimpleQueryParser` (Elasticsearch's `simple_query_string`) over `fields`
+    /// (name and boost; every text field at boost 1 when empty), default operator OR, every
+    /// operator on. Unknown fields are refused.
+    pub fn simple_query_parser(&self, fields: &[(&str, f32)]) -> Result<SimpleQueryParser> {
+        let fields: Vec<(String, f32)> = if fields.is_empty() {
+            self.schema
+                .text_fields()
+                .iter()
+                .map(|s| (s.to_string(), 1.0))
+                .collect()
+        } else {
+            fields.iter().map(|(f, b)| (f.to_string(), *b)).collect()
+        };
+        for (f, b) in &fields {
+            if self.schema.field_id(f).is_none() {
+                return Err(Error::unknown_field(&self.schema, f));
+            }
+            if !b.is_finite() || *b < 0.0 {
+                return Err(Error::Query(format!(
+                    "field {f:?}: boost {b} is not a finite non-negative number"
+                )));
+            }
+        }
+        if fields.is_empty() {
+            return Err(Error::Query(
+                "no field to search: the schema has no text field; name one".into(),
+            ));
+        }
+        Ok(SimpleQueryParser::new(
+            fields,
+            Arc::new(SchemaAnalysis(self.schema.clone())),
+        ))
     }
 
     /// Parses `query` in Lucene's classic syntax against `default_fields` (all text fields when

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use quarry::query::ast::{Clause, Occur, Query};
+use quarry::query::{Operator, SimpleFlags};
 use quarry::{DirectoryKind, Document, IndexWriter, MergePolicy, Schema, Searcher, WriterOptions};
 use serde_json::Value;
 
@@ -171,7 +172,8 @@ pub fn oracle_query(searcher: &Searcher, q: &Value) -> Result<Query, String> {
 
 /// What `bench/lucene`'s `LuceneDsl.build` builds, in quarry's model: a string is the classic
 /// syntax; `bool` (clauses in Elasticsearch's order: must, must_not, should, filter), `dis_max`,
-/// `constant_score` and `boosting`, each with an optional `boost`.
+/// `constant_score`, `boosting` and `simple_query_string` (fields as `name^boost`,
+/// `default_operator`, `flags`), each with an optional `boost`.
 pub fn dsl(searcher: &Searcher, node: &Value) -> Result<Query, String> {
     if let Some(text) = node.as_str() {
         return searcher
@@ -219,6 +221,33 @@ pub fn dsl(searcher: &Searcher, node: &Value) -> Result<Query, String> {
             negative: Box::new(sub("negative")?),
             negative_boost: num("negative_boost").ok_or("boosting without negative_boost")?,
         },
+        "simple_query_string" => {
+            let specs: Vec<(String, f32)> = match body["fields"].as_array() {
+                None => vec![("body".into(), 1.0)],
+                Some(fs) => fs
+                    .iter()
+                    .map(|f| {
+                        let f = f.as_str().unwrap();
+                        match f.split_once('^') {
+                            Some((name, b)) => (name.to_string(), b.parse().unwrap()),
+                            None => (f.to_string(), 1.0),
+                        }
+                    })
+                    .collect(),
+            };
+            let fields: Vec<(&str, f32)> = specs.iter().map(|(f, b)| (f.as_str(), *b)).collect();
+            let op = match body["default_operator"].as_str() {
+                Some("and") => Operator::And,
+                _ => Operator::Or,
+            };
+            let flags = SimpleFlags::parse(body["flags"].as_str().unwrap_or(""))?;
+            searcher
+                .simple_query_parser(&fields)
+                .map_err(|e| e.to_string())?
+                .with_default_operator(op)
+                .with_flags(flags)
+                .parse(body["query"].as_str().unwrap())
+        }
         other => return Err(format!("unknown query type {other}")),
     };
     Ok(match num("boost") {

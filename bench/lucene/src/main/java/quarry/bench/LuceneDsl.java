@@ -19,6 +19,7 @@ import org.apache.lucene.index.IndexWriterConfig;
 import org.apache.lucene.index.LogByteSizeMergePolicy;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.queries.function.FunctionScoreQuery;
+import org.apache.lucene.queryparser.simple.SimpleQueryParser;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
 import org.apache.lucene.search.BoostQuery;
@@ -45,7 +46,8 @@ import org.apache.lucene.store.FSDirectory;
  * ConstantScoreQuery), {@code boosting} (positive, negative, negative_boost:
  * FunctionScoreQuery.boostByQuery, which is what Elasticsearch's BoostingQueryBuilder builds),
  * each with an optional {@code boost} (a BoostQuery around it, as Elasticsearch wraps any query
- * whose boost is not 1).
+ * whose boost is not 1), and {@code simple_query_string} (query, fields, default_operator, flags:
+ * Lucene's SimpleQueryParser).
  *
  * <p>Output: the stats line of {@code oracle}, then per query {@code type, set, kind, dsl,
  * parsed, hits, top} and, with {@code --explain N}, {@code explain}: the ids and explanation trees
@@ -138,6 +140,7 @@ final class LuceneDsl {
             yield new DisjunctionMaxQuery(subs, num(body, "tie_breaker", 0f));
           }
           case "constant_score" -> new ConstantScoreQuery(build(body.get("filter")));
+          case "simple_query_string" -> simpleQueryString(body);
           case "boosting" ->
               FunctionScoreQuery.boostByQuery(
                   build(body.get("positive")),
@@ -147,6 +150,48 @@ final class LuceneDsl {
         };
     float boost = num(body, "boost", 1f);
     return boost == 1f ? q : new BoostQuery(q, boost);
+  }
+
+  /**
+   * Lucene's SimpleQueryParser (StandardAnalyzer) over {@code fields} ({@code "name^boost"}, in
+   * order; default body), {@code default_operator} (or/and) and {@code flags} (Elasticsearch's
+   * names joined by |).
+   */
+  static Query simpleQueryString(Map<?, ?> body) {
+    Map<String, Float> weights = new LinkedHashMap<>();
+    for (Object f : list(body.get("fields"))) {
+      String spec = (String) f;
+      int hat = spec.indexOf('^');
+      if (hat < 0) weights.put(spec, 1f);
+      else weights.put(spec.substring(0, hat), Float.parseFloat(spec.substring(hat + 1)));
+    }
+    if (weights.isEmpty()) weights.put("body", 1f);
+    int flags = -1;
+    Object names = body.get("flags");
+    if (names != null) {
+      flags = 0;
+      for (String n : ((String) names).split("\\|")) {
+        flags |=
+            switch (n.trim().toUpperCase(java.util.Locale.ROOT)) {
+              case "ALL" -> -1;
+              case "NONE" -> 0;
+              case "AND" -> SimpleQueryParser.AND_OPERATOR;
+              case "OR" -> SimpleQueryParser.OR_OPERATOR;
+              case "NOT" -> SimpleQueryParser.NOT_OPERATOR;
+              case "PREFIX" -> SimpleQueryParser.PREFIX_OPERATOR;
+              case "PHRASE" -> SimpleQueryParser.PHRASE_OPERATOR;
+              case "PRECEDENCE" -> SimpleQueryParser.PRECEDENCE_OPERATORS;
+              case "ESCAPE" -> SimpleQueryParser.ESCAPE_OPERATOR;
+              case "WHITESPACE" -> SimpleQueryParser.WHITESPACE_OPERATOR;
+              case "FUZZY" -> SimpleQueryParser.FUZZY_OPERATOR;
+              case "NEAR", "SLOP" -> SimpleQueryParser.NEAR_OPERATOR;
+              default -> throw new IllegalArgumentException("unknown flag " + n);
+            };
+      }
+    }
+    SimpleQueryParser p = new SimpleQueryParser(new StandardAnalyzer(), weights, flags);
+    if ("and".equals(body.get("default_operator"))) p.setDefaultOperator(BooleanClause.Occur.MUST);
+    return p.parse((String) body.get("query"));
   }
 
   /** Elasticsearch's BoolQueryBuilder: the clauses in must, must_not, should, filter order. */
