@@ -552,19 +552,9 @@ public final class LuceneBench {
     try {
       StringBuilder sb = new StringBuilder();
       try (Directory dir = FSDirectory.open(indexDir)) {
-        // One thread; LogByteSizeMergePolicy only ever merges adjacent segments, so after
-        // forceMerge(1) Lucene's doc ids are the file order (ties in score break by file order).
-        IndexWriterConfig iwc = new IndexWriterConfig(new StandardAnalyzer());
-        iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
-        iwc.setMergePolicy(new LogByteSizeMergePolicy());
-        try (IndexWriter w = new IndexWriter(dir, iwc)) {
-          for (Doc d : docs) w.addDocument(toLucene(d));
-          w.forceMerge(1);
-          w.commit();
-        }
+        writeOneSegment(dir, new StandardAnalyzer(), docs.stream().map(LuceneBench::toLucene).toList());
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
-          if (reader.leaves().size() != 1) throw new IllegalStateException("expected 1 segment");
-          IndexSearcher searcher = new IndexSearcher(reader);
+          IndexSearcher searcher = oneSegmentSearcher(reader);
           StoredFields stored = searcher.storedFields();
           for (int i = 0; i < docs.size(); i++) {
             int id = stored.document(i).getField("id").numericValue().intValue();
@@ -596,6 +586,29 @@ public final class LuceneBench {
     } finally {
       if (indexOpt == null) deleteRecursively(indexDir);
     }
+  }
+
+  /**
+   * Writes {@code docs} into one segment whose doc ids are their order: one thread, and
+   * LogByteSizeMergePolicy only ever merges adjacent segments, so after forceMerge(1) doc id i is
+   * the i-th document (ties in score break by file order, as quarry's do).
+   */
+  static void writeOneSegment(Directory dir, org.apache.lucene.analysis.Analyzer analyzer, List<Document> docs)
+      throws IOException {
+    IndexWriterConfig iwc = new IndexWriterConfig(analyzer);
+    iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
+    iwc.setMergePolicy(new LogByteSizeMergePolicy());
+    try (IndexWriter w = new IndexWriter(dir, iwc)) {
+      for (Document d : docs) w.addDocument(d);
+      w.forceMerge(1);
+      w.commit();
+    }
+  }
+
+  /** A searcher of an index {@link #writeOneSegment} wrote (refused if it has more segments). */
+  static IndexSearcher oneSegmentSearcher(DirectoryReader reader) {
+    if (reader.leaves().size() != 1) throw new IllegalStateException("expected 1 segment");
+    return new IndexSearcher(reader);
   }
 
   /** The oracle files' first line: Lucene's version and the title and body statistics. */

@@ -9,14 +9,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.lucene.analysis.standard.StandardAnalyzer;
 import org.apache.lucene.index.DirectoryReader;
-import org.apache.lucene.index.IndexWriter;
-import org.apache.lucene.index.IndexWriterConfig;
-import org.apache.lucene.index.LogByteSizeMergePolicy;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.queries.function.FunctionScoreQuery;
 import org.apache.lucene.queryparser.simple.SimpleQueryParser;
@@ -69,17 +68,10 @@ final class LuceneDsl {
       StringBuilder sb = new StringBuilder();
       try (Directory dir = FSDirectory.open(indexDir)) {
         // As `oracle`: one segment whose doc ids are the file order.
-        IndexWriterConfig iwc = new IndexWriterConfig(new StandardAnalyzer());
-        iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
-        iwc.setMergePolicy(new LogByteSizeMergePolicy());
-        try (IndexWriter w = new IndexWriter(dir, iwc)) {
-          for (LuceneBench.Doc d : docs) w.addDocument(LuceneBench.toLucene(d));
-          w.forceMerge(1);
-          w.commit();
-        }
+        LuceneBench.writeOneSegment(
+            dir, new StandardAnalyzer(), docs.stream().map(LuceneBench::toLucene).toList());
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
-          if (reader.leaves().size() != 1) throw new IllegalStateException("expected 1 segment");
-          IndexSearcher searcher = new IndexSearcher(reader);
+          IndexSearcher searcher = LuceneBench.oneSegmentSearcher(reader);
           StoredFields stored = searcher.storedFields();
           sb.append(LuceneBench.statsLine(reader)).append('\n');
           for (String set : sets) {
@@ -232,13 +224,22 @@ final class LuceneDsl {
     return ((Number) v).floatValue();
   }
 
-  /** Lucene's explanation as {"value", "description", "details"}; values as Float.toString. */
+  /**
+   * Lucene's explanation as {"match", "value", "description", "details"}; values as
+   * Float.toString. A dis_max node's details come in the order of its disjuncts' hash multiset,
+   * which changes from run to run: they are written sorted by description, so that the file is
+   * the same on every run.
+   */
   static void explanationJson(Explanation e, StringBuilder sb) {
     sb.append("{\"match\":").append(e.isMatch()).append(",\"value\":");
     sb.append(Float.toString(e.getValue().floatValue())).append(",\"description\":");
     LuceneBench.Json.quote(sb, e.getDescription());
     sb.append(",\"details\":[");
-    Explanation[] details = e.getDetails();
+    Explanation[] details = e.getDetails().clone();
+    String d = e.getDescription();
+    if (d.equals("max of:") || d.startsWith("max plus ")) {
+      Arrays.sort(details, Comparator.comparing(Explanation::getDescription));
+    }
     for (int i = 0; i < details.length; i++) {
       if (i > 0) sb.append(',');
       explanationJson(details[i], sb);

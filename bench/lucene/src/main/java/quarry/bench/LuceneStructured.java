@@ -26,9 +26,6 @@ import org.apache.lucene.document.StoredField;
 import org.apache.lucene.document.StringField;
 import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.DirectoryReader;
-import org.apache.lucene.index.IndexWriter;
-import org.apache.lucene.index.IndexWriterConfig;
-import org.apache.lucene.index.LogByteSizeMergePolicy;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.queryparser.classic.ParseException;
 import org.apache.lucene.queryparser.classic.QueryParser;
@@ -191,17 +188,10 @@ final class LuceneStructured {
     try {
       StringBuilder sb = new StringBuilder();
       try (Directory dir = FSDirectory.open(indexDir)) {
-        IndexWriterConfig iwc = new IndexWriterConfig(analyzer());
-        iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
-        iwc.setMergePolicy(new LogByteSizeMergePolicy());
-        try (IndexWriter w = new IndexWriter(dir, iwc)) {
-          for (SDoc d : docs) w.addDocument(toLucene(d));
-          w.forceMerge(1);
-          w.commit();
-        }
+        LuceneBench.writeOneSegment(
+            dir, analyzer(), docs.stream().map(LuceneStructured::toLucene).toList());
         try (DirectoryReader reader = DirectoryReader.open(dir)) {
-          if (reader.leaves().size() != 1) throw new IllegalStateException("expected 1 segment");
-          IndexSearcher searcher = new IndexSearcher(reader);
+          IndexSearcher searcher = LuceneBench.oneSegmentSearcher(reader);
           StoredFields stored = searcher.storedFields();
           for (int i = 0; i < docs.size(); i++) {
             long id = stored.document(i).getField("id").numericValue().longValue();
