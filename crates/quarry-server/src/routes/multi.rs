@@ -159,11 +159,17 @@ fn parse_mget_doc(
 }
 
 /// One `_mget` answer: the document as `GET /{index}/_doc/{id}` shows it, `found: false`, or
-/// the index's error (Elasticsearch's per-document `error`).
-fn mget_item(doc: &MgetDoc, got: Result<Option<crate::engine::StoredDoc>, ApiError>) -> Value {
+/// the index's error (Elasticsearch's per-document `error`). `index` is the concrete index
+/// when the name resolved (an alias is reported as the index it points to, as Elasticsearch
+/// does), else the name asked for.
+fn mget_item(
+    doc: &MgetDoc,
+    index: &str,
+    got: Result<Option<crate::engine::StoredDoc>, ApiError>,
+) -> Value {
     match got {
         Ok(Some((src, meta))) => {
-            let mut body = json!({"_index": doc.index, "_id": doc.id, "_version": meta.version,
+            let mut body = json!({"_index": index, "_id": doc.id, "_version": meta.version,
                                   "_seq_no": meta.seq_no, "_primary_term": meta.primary_term,
                                   "found": true});
             if let Some(s) = doc.source.apply(src) {
@@ -171,8 +177,8 @@ fn mget_item(doc: &MgetDoc, got: Result<Option<crate::engine::StoredDoc>, ApiErr
             }
             body
         }
-        Ok(None) => json!({"_index": doc.index, "_id": doc.id, "found": false}),
-        Err(e) => json!({"_index": doc.index, "_id": doc.id, "error": e.error_object()}),
+        Ok(None) => json!({"_index": index, "_id": doc.id, "found": false}),
+        Err(e) => json!({"_index": index, "_id": doc.id, "error": e.error_object()}),
     }
 }
 
@@ -205,12 +211,9 @@ async fn mget_common(
         };
         Ok(docs
             .iter()
-            .map(|d| {
-                let got = match &handles[&d.index] {
-                    Ok(h) => mode.get(h, &d.id),
-                    Err(e) => Err(e.clone()),
-                };
-                mget_item(d, got)
+            .map(|d| match &handles[&d.index] {
+                Ok(h) => mget_item(d, h.name(), mode.get(h, &d.id)),
+                Err(e) => mget_item(d, &d.index, Err(e.clone())),
             })
             .collect::<Vec<_>>())
     })

@@ -207,7 +207,14 @@ def test_aliases(module):
         assert es.count(index="logs", query={"match": {"msg": "disk"}})["count"] == 2
         assert {h["_index"] for h in es.search(index="logs")["hits"]["hits"]} == {"logs-1", "logs-2"}
         assert es.get(index="current", id="b")["_index"] == "logs-2"
-        assert len(es.mget(index="current", ids=["b"])["docs"]) == 1
+        # _mget through an alias names the index it reached, as a get does.
+        got = es.mget(index="current", ids=["b", "zz"])["docs"]
+        assert [(d["_index"], d["_id"], d["found"]) for d in got] == [
+            ("logs-2", "b", True), ("logs-2", "zz", False)]
+        got = es.mget(docs=[{"_index": "current", "_id": "b"}, {"_index": "logs-1", "_id": "a"},
+                            {"_index": "no-such", "_id": "a"}])["docs"]
+        assert [d["_index"] for d in got] == ["logs-2", "logs-1", "no-such"]
+        assert got[0]["_source"] == {"msg": "disk ok"} and "error" in got[2]
         # Writes: one index → it; several without a write index → 400 naming the alias.
         r = es.index(index="current", id="c", document={"msg": "new"}, refresh=True)
         assert r["_index"] == "logs-2"
