@@ -6,11 +6,13 @@
 //! `terms` and `ids` (constant score 1, as Elasticsearch), `exists`, `prefix`, `wildcard`,
 //! `regexp`, `fuzzy` (fuzziness incl. AUTO, prefix_length, max_expansions, transpositions),
 //! `constant_score`, `dis_max`, `boosting`, `bool` (must, should, must_not, filter,
-//! minimum_should_match) and `query_string` (Lucene syntax through the library's parser),
+//! minimum_should_match), `query_string` (Lucene syntax through the library's parser) and
+//! `simple_query_string` (Lucene's `SimpleQueryParser`: fields, default_operator, flags,
+//! analyze_wildcard, fuzzy_max_expansions, fuzzy_prefix_length, fuzzy_transpositions),
 //! `range` (gt/gte/lt/lte, format, time_zone, date math). Every query takes `boost`. Anything
 //! else is a 400 naming it.
 use quarry::query::ast::FUZZY_MAX_EXPANSIONS;
-use quarry::query::{Clause, Occur, Operator, Query};
+use quarry::query::{Clause, Occur, Operator, Query, SimpleFlags};
 use quarry::{FieldType, Schema, Searcher};
 use serde_json::{Map, Value};
 
@@ -153,6 +155,7 @@ impl Translator<'_> {
             "prefix" => self.prefix(body),
             "bool" => self.bool_query(body, depth),
             "query_string" => self.query_string(body),
+            "simple_query_string" => self.simple_query_string(body),
             "range" => self.range(body),
             "wildcard" => self.wildcard(body),
             "regexp" => self.regexp(body),
@@ -946,6 +949,70 @@ impl Translator<'_> {
     }
 }
 
+impl Translator<'_> {
+    /// `simple_query_string`: the library's `SimpleQueryParser` (never a syntax error, as in
+    /// Elasticsearch), its fuzzy terms given the `fuzzy_*` options.
+    fn simple_query_string(&self, body: &Value) -> Result<Query, ApiError> {
+        let what = "simple_query_string";
+        let m = obj(body, what)?;
+        check_keys(
+            m,
+            &[
+                "query",
+                "fields",
+                "default_operator",
+                "flags",
+                "analyze_wildcard",
+                "fuzzy_max_expansions",
+                "fuzzy_prefix_length",
+                "fuzzy_transpositions",
+                "boost",
+                "_name",
+            ],
+            what,
+        )?;
+        let text = m
+            .get("query")
+            .and_then(Value::as_str)
+            .ok_or_else(|| parsing("[simple_query_string] needs a string [query]"))?;
+        let fields = self.field_list(m.get("fields"), what)?;
+        for (f, _) in &fields {
+            if self.schema().field_id(f).is_none() {
+                return Err(ApiError::illegal(format!(
+                    "[{what}] field [{f}] is not mapped"
+                )));
+            }
+        }
+        let flags = match m.get("flags") {
+            None => SimpleFlags::ALL,
+            Some(Value::String(s)) => SimpleFlags::parse(s).map_err(parsing)?,
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .map(|n| SimpleFlags::from_bits(n as u32))
+                .ok_or_else(|| parsing(format!("[{what}] [flags] {n} is not a 32-bit integer")))?,
+            Some(_) => return Err(parsing(format!("[{what}] [flags] must be a string"))),
+        };
+        let named: Vec<(&str, f32)> = fields
+            .iter()
+            .map(|(f, b)| (f.as_str(), b.unwrap_or(1.0)))
+            .collect();
+        let q = self
+            .searcher
+            .simple_query_parser(&named)?
+            .with_default_operator(parse_operator(m.get("default_operator"))?)
+            .with_flags(flags)
+            .with_analyze_wildcard(bool_option(m, "analyze_wildcard", what, false)?)
+            .with_fuzzy_options(
+                uint_option(m, "fuzzy_prefix_length", what, 0)?,
+                uint_option(m, "fuzzy_max_expansions", what, FUZZY_MAX_EXPANSIONS)?,
+                bool_option(m, "fuzzy_transpositions", what, true)?,
+            )
+            .parse(text);
+        Ok(boosted(q, boost_of(m, what)?))
+    }
+}
+
 /// A fuzzy query's options as Elasticsearch spells them.
 struct FuzzyOptions {
     fuzziness: String,
@@ -1208,6 +1275,84 @@ mod tests {
         let e = tr(json!({"query_string": {"query": "oil AND (", "default_field": "body"}}))
             .unwrap_err();
         assert_eq!(e.status, 400);
+    }
+
+    #[test]
+    fn simple_query_string_is_lucenes_simple_query_parser() {
+        let s = |v: Value| tr(v).unwrap().to_string();
+        assert_eq!(
+            s(json!({"simple_query_string": {"query": "oil + (gas | -coal)", "fields": ["body"]}})),
+            "+body:oil +(body:gas (-body:coal *:*))"
+        );
+        assert_eq!(
+            s(
+                json!({"simple_query_string": {"query": "oil \"crude prices\"~2", "fields": ["title^2", "body"], "default_operator": "AND"}})
+            ),
+            "+((title:oil)^2.0 body:oil) +((title:\"crude prices\"~2)^2.0 body:\"crude prices\"~2)"
+        );
+        // Every text field by default; flags turn operators off; never a syntax error.
+        assert_eq!(
+            s(json!({"simple_query_string": {"query": "oil*"}})),
+            "title:oil* body:oil*"
+        );
+        assert_eq!(
+            s(
+                json!({"simple_query_string": {"query": "oil* -gas", "fields": ["body"], "flags": "OR|AND"}})
+            ),
+            "body:oil body:gas"
+        );
+        assert_eq!(
+            s(json!({"simple_query_string": {"query": "(\"oil", "fields": ["body"], "flags": 0}})),
+            "body:oil"
+        );
+        assert_eq!(
+            s(
+                json!({"simple_query_string": {"query": "Oil-Pri*", "fields": ["body"], "analyze_wildcard": true, "boost": 2}})
+            ),
+            "(body:oil body:pri*)^2.0"
+        );
+        let q = tr(
+            json!({"simple_query_string": {"query": "oli~1", "fields": ["body"],
+            "fuzzy_prefix_length": 2, "fuzzy_max_expansions": 7, "fuzzy_transpositions": false}}),
+        )
+        .unwrap();
+        assert_eq!(
+            q,
+            Query::Fuzzy {
+                field: "body".into(),
+                term: "oli".into(),
+                max_edits: 1,
+                prefix_length: 2,
+                max_expansions: 7,
+                transpositions: false
+            }
+        );
+        for (v, needle) in [
+            (
+                json!({"simple_query_string": {"query": "x", "flags": "OR|BOGUS"}}),
+                "[BOGUS]",
+            ),
+            (
+                json!({"simple_query_string": {"query": "x", "fields": ["nope"]}}),
+                "[nope]",
+            ),
+            (
+                json!({"simple_query_string": {"query": "x", "lenient": true}}),
+                "lenient",
+            ),
+            (
+                json!({"simple_query_string": {"fields": ["body"]}}),
+                "[query]",
+            ),
+            (
+                json!({"simple_query_string": {"query": "x", "default_operator": "xor"}}),
+                "xor",
+            ),
+        ] {
+            let e = tr(v.clone()).unwrap_err();
+            assert_eq!(e.status.as_u16(), 400, "{v}");
+            assert!(e.reason.contains(needle), "{v}: {}", e.reason);
+        }
     }
 
     #[test]

@@ -71,6 +71,18 @@ DSL_CASES = [
     ({"match": {"body": {"query": "oli pirces", "fuzziness": "AUTO"}}}, "body:oli~1 body:pirces~2"),
     ({"multi_match": {"query": "oil", "fields": ["title", "body"], "tie_breaker": 1.0}},
      "title:oil body:oil"),
+    # simple_query_string: Lucene's SimpleQueryParser, never a syntax error.
+    ({"simple_query_string": {"query": "oil + prices", "fields": ["body"]}}, "+body:oil +body:prices"),
+    ({"simple_query_string": {"query": '"crude oil"~2 | opec', "fields": ["body"]}},
+     'body:"crude oil"~2 body:opec'),
+    ({"simple_query_string": {"query": "cocoa -brazil", "fields": ["body"], "default_operator": "AND"}},
+     "+body:cocoa +(-body:brazil *:*)"),
+    ({"simple_query_string": {"query": "petro* wheat", "fields": ["title^2", "body"]}},
+     "(title:petro*^2 body:petro*) (title:wheat^2 body:wheat)"),
+    ({"simple_query_string": {"query": '(wheat | "corn belt" + pirces~1', "fields": ["body"]}},
+     '+(body:wheat body:"corn belt") +body:pirces~1'),
+    ({"simple_query_string": {"query": "oil -gas", "fields": ["body"], "flags": "OR|AND"}},
+     "body:oil body:gas"),
 ]
 
 
@@ -139,6 +151,9 @@ def test_client_round_trip(server, module):
     with pytest.raises(es_mod.BadRequestError) as e:
         es.search(index=index, query={"regexp": {"body": "pric(e"}})
     assert "expected ')'" in str(e.value)
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index=index, query={"simple_query_string": {"query": "oil", "flags": "OR|NEARLY"}})
+    assert "[NEARLY]" in str(e.value)
     check_compound_queries(es, index)
     r = es.search(index=index, query={"range": {"id": {"gte": 3, "lt": 10}}}, sort=["id"], size=20)
     assert [h["_id"] for h in r["hits"]["hits"]] == [str(i) for i in range(3, 10)]

@@ -18,7 +18,7 @@
 //! a prefix is analyzed and only its last token is a prefix).
 use std::sync::Arc;
 
-use super::ast::{Clause, Occur, Query, FUZZY_MAX_EDITS};
+use super::ast::{Clause, Occur, Query, FUZZY_MAX_EDITS, FUZZY_MAX_EXPANSIONS};
 use super::parser::{FieldAnalysis, Operator};
 
 /// Which operators a [`SimpleQueryParser`] recognizes (Lucene's `SimpleQueryParser` flag bits;
@@ -51,6 +51,11 @@ impl SimpleFlags {
     pub const ALL: Self = Self((1 << 10) - 1);
     /// No operator: the whole text is one term.
     pub const NONE: Self = Self(0);
+
+    /// Lucene's integer flags (`-1`: all); bits above `NEAR` are ignored.
+    pub fn from_bits(bits: u32) -> Self {
+        Self(bits & Self::ALL.0)
+    }
 
     fn has(self, f: Self) -> bool {
         self.0 & f.0 != 0
@@ -107,6 +112,8 @@ pub struct SimpleQueryParser {
     default_operator: Occur,
     flags: SimpleFlags,
     analyze_wildcard: bool,
+    /// Fuzzy terms' prefix length, expansions and transpositions.
+    fuzzy: (u32, u32, bool),
 }
 
 /// Where parsing stands in one (sub-)query: `data[index..end]` is left to read.
@@ -129,6 +136,7 @@ impl SimpleQueryParser {
             default_operator: Occur::Should,
             flags: SimpleFlags::ALL,
             analyze_wildcard: false,
+            fuzzy: (0, FUZZY_MAX_EXPANSIONS, true),
         }
     }
 
@@ -150,6 +158,18 @@ impl SimpleQueryParser {
     /// Elasticsearch's `analyze_wildcard`: analyze a prefix's text, the last token the prefix.
     pub fn with_analyze_wildcard(mut self, on: bool) -> Self {
         self.analyze_wildcard = on;
+        self
+    }
+
+    /// Fuzzy terms' options (Elasticsearch's `fuzzy_prefix_length`, `fuzzy_max_expansions`,
+    /// `fuzzy_transpositions`; Lucene's `FuzzyQuery` defaults 0, 50 and true otherwise).
+    pub fn with_fuzzy_options(
+        mut self,
+        prefix_length: u32,
+        max_expansions: u32,
+        transpositions: bool,
+    ) -> Self {
+        self.fuzzy = (prefix_length, max_expansions, transpositions);
         self
     }
 
@@ -204,37 +224,53 @@ impl SimpleQueryParser {
         }
     }
 
+    /// The character at `index` and whether a `\` escaped it (the `\` is then skipped);
+    /// `None` at the end.
+    fn read(&self, data: &[char], st: &mut State) -> Option<(char, bool)> {
+        if st.index >= st.end {
+            return None;
+        }
+        if data[st.index] == '\\' && self.on(SimpleFlags::ESCAPE) {
+            st.index += 1;
+            return (st.index < st.end).then(|| (data[st.index], true));
+        }
+        Some((data[st.index], false))
+    }
+
+    /// After scanning a group or phrase whose content starts at `start`: unclosed, reading
+    /// resumes at `start` (the opener is ignored); empty, the pending operator had nothing to
+    /// apply to and the closer is skipped. True when there is content (the index stands on
+    /// the closer).
+    fn has_content(st: &mut State, start: usize) -> bool {
+        if st.index == st.end {
+            st.index = start;
+            false
+        } else if st.index == start {
+            st.current = None;
+            st.index += 1;
+            false
+        } else {
+            true
+        }
+    }
+
     /// `( ... )`: parsed as a query of its own; unclosed, the `(` is ignored.
     fn group(&self, data: &[char], st: &mut State) {
         st.index += 1;
         let start = st.index;
         let mut depth = 1;
-        let mut escaped = false;
-        while st.index < st.end {
-            let c = data[st.index];
-            if !escaped {
-                if c == '\\' && self.on(SimpleFlags::ESCAPE) {
-                    escaped = true;
-                    st.index += 1;
-                    continue;
-                } else if c == '(' {
-                    depth += 1;
-                } else if c == ')' {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
+        while let Some((c, escaped)) = self.read(data, st) {
+            if !escaped && c == '(' {
+                depth += 1;
+            } else if !escaped && c == ')' {
+                depth -= 1;
+                if depth == 0 {
+                    break;
                 }
             }
-            escaped = false;
             st.index += 1;
         }
-        if st.index == st.end {
-            st.index = start;
-        } else if st.index == start {
-            st.current = None; // `()`: the pending operator had nothing to apply to
-            st.index += 1;
-        } else {
+        if Self::has_content(st, start) {
             let mut sub = State::new(start, st.index);
             self.sub_query(data, &mut sub);
             self.add(st, sub.top);
@@ -247,35 +283,20 @@ impl SimpleQueryParser {
         st.index += 1;
         let start = st.index;
         let mut text = String::new();
-        let (mut escaped, mut has_slop) = (false, false);
-        while st.index < st.end {
-            let c = data[st.index];
-            if !escaped {
-                if c == '\\' && self.on(SimpleFlags::ESCAPE) {
-                    escaped = true;
+        let mut has_slop = false;
+        while let Some((c, escaped)) = self.read(data, st) {
+            if !escaped && c == '"' {
+                if st.end > st.index + 1 && data[st.index + 1] == '~' && self.on(SimpleFlags::NEAR)
+                {
                     st.index += 1;
-                    continue;
-                } else if c == '"' {
-                    if st.end > st.index + 1
-                        && data[st.index + 1] == '~'
-                        && self.on(SimpleFlags::NEAR)
-                    {
-                        st.index += 1;
-                        has_slop = st.end > st.index + 1;
-                    }
-                    break;
+                    has_slop = st.end > st.index + 1;
                 }
+                break;
             }
-            escaped = false;
             text.push(c);
             st.index += 1;
         }
-        if st.index == st.end {
-            st.index = start;
-        } else if st.index == start {
-            st.current = None;
-            st.index += 1;
-        } else {
+        if Self::has_content(st, start) {
             let slop = if has_slop {
                 self.fuzziness(data, st)
             } else {
@@ -290,24 +311,18 @@ impl SimpleQueryParser {
     /// A term, `term*` or `term~N`.
     fn token(&self, data: &[char], st: &mut State) {
         let mut text = String::new();
-        let (mut escaped, mut prefix, mut fuzzy) = (false, false, false);
-        while st.index < st.end {
-            let c = data[st.index];
-            if !escaped {
-                if c == '\\' && self.on(SimpleFlags::ESCAPE) {
-                    escaped = true;
-                    prefix = false;
-                    st.index += 1;
-                    continue;
-                } else if self.finished(data, st) {
-                    break;
-                } else if !text.is_empty() && c == '~' && self.on(SimpleFlags::FUZZY) {
-                    fuzzy = true;
-                    break;
-                }
+        let (mut prefix, mut fuzzy) = (false, false);
+        while let Some((c, escaped)) = self.read(data, st) {
+            if escaped {
+                prefix = false;
+            } else if self.finished(data, st) {
+                break;
+            } else if !text.is_empty() && c == '~' && self.on(SimpleFlags::FUZZY) {
+                fuzzy = true;
+                break;
+            } else {
                 prefix = !text.is_empty() && c == '*' && self.on(SimpleFlags::PREFIX);
             }
-            escaped = false;
             text.push(c);
             st.index += 1;
         }
@@ -317,8 +332,7 @@ impl SimpleQueryParser {
         let q = if fuzzy {
             match self.fuzziness(data, st).min(FUZZY_MAX_EDITS) {
                 0 => self.per_field(|f| self.default_query(f, &text)),
-                edits => self
-                    .per_field(|f| Some(Query::fuzzy(f, self.analysis.normalize(f, &text), edits))),
+                edits => self.per_field(|f| Some(self.fuzzy_query(f, &text, edits))),
             }
         } else if prefix {
             text.pop();
@@ -437,6 +451,19 @@ impl SimpleQueryParser {
                     .map(|t| Clause::new(self.default_operator, Query::term(field, t)))
                     .collect(),
             )),
+        }
+    }
+
+    /// A `FuzzyQuery` of the normalized text.
+    fn fuzzy_query(&self, field: &str, text: &str, max_edits: u32) -> Query {
+        let (prefix_length, max_expansions, transpositions) = self.fuzzy;
+        Query::Fuzzy {
+            field: field.to_string(),
+            term: self.analysis.normalize(field, text),
+            max_edits,
+            prefix_length,
+            max_expansions,
+            transpositions,
         }
     }
 
