@@ -1,7 +1,6 @@
 package quarry.bench;
 
 import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -256,55 +255,15 @@ final class LuceneDsl {
       while ((line = r.readLine()) != null) {
         if (line.isBlank()) continue;
         try (JsonParser jp = LuceneBench.JSON.createParser(line)) {
-          @SuppressWarnings("unchecked")
-          Map<String, Object> m = (Map<String, Object>) value(jp, jp.nextToken());
-          out.add(m);
+          jp.nextToken();
+          out.add(LuceneStructuredBench.obj(LuceneStructuredBench.readValue(jp)));
         }
       }
     }
     return out;
   }
 
-  /** The JSON value starting at token t: maps keep key order, numbers are Long or Double. */
-  static Object value(JsonParser jp, JsonToken t) throws IOException {
-    switch (t) {
-      case START_OBJECT -> {
-        Map<String, Object> m = new LinkedHashMap<>();
-        while (jp.nextToken() == JsonToken.FIELD_NAME) {
-          String k = jp.currentName();
-          m.put(k, value(jp, jp.nextToken()));
-        }
-        return m;
-      }
-      case START_ARRAY -> {
-        List<Object> l = new ArrayList<>();
-        JsonToken x;
-        while ((x = jp.nextToken()) != JsonToken.END_ARRAY) l.add(value(jp, x));
-        return l;
-      }
-      case VALUE_STRING -> {
-        return jp.getText();
-      }
-      case VALUE_NUMBER_INT -> {
-        return jp.getLongValue();
-      }
-      case VALUE_NUMBER_FLOAT -> {
-        return jp.getDoubleValue();
-      }
-      case VALUE_TRUE -> {
-        return Boolean.TRUE;
-      }
-      case VALUE_FALSE -> {
-        return Boolean.FALSE;
-      }
-      case VALUE_NULL -> {
-        return null;
-      }
-      default -> throw new IOException("unexpected JSON token " + t);
-    }
-  }
-
-  /** Compact JSON of a value read by {@link #value}. */
+  /** Compact JSON of a value read by {@link LuceneStructuredBench#readValue}. */
   static String toJson(Object v) {
     StringBuilder sb = new StringBuilder();
     writeJson(v, sb);
