@@ -540,6 +540,62 @@ impl PySearcher {
         Ok(PyQuery::new(self.parse_str(py, query, default_fields)?))
     }
 
+    /// Parses ``query`` in the ``simple_query_string`` syntax (Lucene's ``SimpleQueryParser``:
+    /// ``+`` AND, ``|`` OR, ``-`` NOT, ``"..."~N``, ``term*``, ``term~N``, ``( )``, ``\\``)
+    /// over ``fields`` (names, ``"title^2"`` for a boost; default: every text field), with
+    /// ``default_operator`` ``"or"`` or ``"and"``, ``flags`` (``"OR|AND|PREFIX"``..., ``"ALL"``,
+    /// ``"NONE"``) and ``analyze_wildcard``. Bad syntax is never an error, as in Lucene; an
+    /// unknown field raises :class:`UnknownFieldError`, a bad flag, operator or boost
+    /// :class:`InvalidArgumentError`.
+    #[pyo3(signature = (query, fields = None, default_operator = "or", flags = "ALL", analyze_wildcard = false))]
+    fn parse_simple(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        fields: Option<Vec<String>>,
+        default_operator: &str,
+        flags: &str,
+        analyze_wildcard: bool,
+    ) -> PyResult<PyQuery> {
+        let invalid = |msg: String| errors::to_py(py, quarry::Error::InvalidArgument(msg));
+        let mut named: Vec<(String, f32)> = Vec::new();
+        for spec in fields.unwrap_or_default() {
+            let (name, boost) = match spec.split_once('^') {
+                None => (spec.clone(), 1.0),
+                Some((n, b)) => match b.parse::<f32>() {
+                    Ok(b) if b.is_finite() && b >= 0.0 => (n.to_string(), b),
+                    _ => return Err(invalid(format!("bad boost in field {spec:?}"))),
+                },
+            };
+            if self.inner.schema().field_id(&name).is_none() {
+                return Err(errors::unknown_field(py, &name, self.field_names()));
+            }
+            named.push((name, boost));
+        }
+        let op = match default_operator.to_ascii_lowercase().as_str() {
+            "or" => quarry::query::Operator::Or,
+            "and" => quarry::query::Operator::And,
+            other => {
+                return Err(invalid(format!(
+                    "default_operator {other:?} is not \"or\" or \"and\""
+                )))
+            }
+        };
+        let flags = quarry::query::SimpleFlags::parse(flags).map_err(invalid)?;
+        let refs: Vec<(&str, f32)> = named.iter().map(|(f, b)| (f.as_str(), *b)).collect();
+        let parser = self
+            .inner
+            .simple_query_parser(&refs)
+            .map_err(|e| errors::to_py(py, e))?;
+        Ok(PyQuery::new(
+            parser
+                .with_default_operator(op)
+                .with_flags(flags)
+                .with_analyze_wildcard(analyze_wildcard)
+                .parse(query),
+        ))
+    }
+
     /// Lucene's explanation of ``query``'s score for the document at ``doc`` (a hit's
     /// ``doc``): nested dicts ``{"value", "description", "details", "matched"}``; the top
     /// ``value`` is the hit's score.
