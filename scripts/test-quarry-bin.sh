@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 cargo test --locked --workspace --no-run --test serve_kill \
   --message-format=json-render-diagnostics |
   python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin)
+msgs = [json.loads(line) for line in sys.stdin]  # all of it: cargo fails on a closed pipe
+print(next(m["executable"] for m in msgs
            if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "quarry"
            and m["target"]["kind"] == ["bin"]))'
