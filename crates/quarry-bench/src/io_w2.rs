@@ -424,6 +424,7 @@ mod tests {
             query: query.into(),
             class: class.into(),
             name: None,
+            modes: None,
         }
     }
 

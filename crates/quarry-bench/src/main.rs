@@ -15,6 +15,7 @@ mod cgroup;
 mod charts;
 mod codecs;
 mod drivers;
+mod fuzzy_queries;
 #[cfg(feature = "quarry-driver")]
 mod io_study;
 #[cfg(feature = "quarry-driver")]
@@ -57,6 +58,9 @@ enum Cmd {
     Run(orchestrator::RunArgs),
     /// Prepare a workload's corpus and queries under bench/results/tmp/ and print their paths.
     Prepare(orchestrator::PrepareArgs),
+    /// Derive the `fuzzy_wildcard` class's queries from a workload's query terms (seeded) into
+    /// `bench/queries/<workload>-fuzzy-wildcard.jsonl`.
+    GenFuzzyQueries(fuzzy_queries::GenArgs),
     /// Codec micro-benchmark: decode speed of each quarry-codecs block codec and width on one core,
     /// next to the machine's streaming memory bandwidth.
     Codecs(codecs::CodecArgs),
@@ -135,6 +139,7 @@ fn real_main() -> Result<()> {
     match cli.cmd {
         Cmd::Run(args) => orchestrator::run(args),
         Cmd::Prepare(args) => orchestrator::prepare(args),
+        Cmd::GenFuzzyQueries(args) => fuzzy_queries::run(args),
         Cmd::Report { json } => report::rerender(&json),
         #[cfg(feature = "quarry-driver")]
         Cmd::Io(args) => io_study::run(args),

@@ -206,7 +206,7 @@ fn settings_for(workload: &str, args: &RunArgs, cores: usize) -> Result<Settings
         coldstart_runs: args.coldstart_runs.unwrap_or(cold),
         global_warmup_rounds: global,
         memory_mb_per_thread: args.memory_mb,
-        modes: "top10,top10_count,count".into(),
+        modes: "top10,top10_count,count,top10_highlight".into(),
         shapes: parse_shapes(&args.shapes)?,
         query_slices: args
             .query_slices

@@ -19,6 +19,9 @@ pub enum Mode {
     Top10Count,
     /// The exact number of matching documents only.
     Count,
+    /// Top 10 by score as in `Top10`, then the `body` field of the 10 hits read from the stored
+    /// fields and highlighted by the engine's highlighter (the `highlight` benchmark class).
+    Top10Highlight,
 }
 
 impl Mode {
@@ -27,6 +30,7 @@ impl Mode {
             Mode::Top10 => "top10",
             Mode::Top10Count => "top10_count",
             Mode::Count => "count",
+            Mode::Top10Highlight => "top10_highlight",
         }
     }
 
@@ -35,7 +39,10 @@ impl Mode {
             "top10" | "TOP_10" => Ok(Mode::Top10),
             "top10_count" | "TOP_10_COUNT" => Ok(Mode::Top10Count),
             "count" | "COUNT" => Ok(Mode::Count),
-            other => anyhow::bail!("unknown mode {other:?}: expected top10, top10_count or count"),
+            "top10_highlight" | "TOP_10_HIGHLIGHT" => Ok(Mode::Top10Highlight),
+            other => anyhow::bail!(
+                "unknown mode {other:?}: expected top10, top10_count, count or top10_highlight"
+            ),
         }
     }
 
@@ -57,6 +64,19 @@ pub struct QuerySpec {
     /// Optional label (e.g. the original tag of the query set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// When set, the query runs only in these of the run's modes (the `fuzzy_wildcard` class is
+    /// not highlighted: Tantivy's snippet generator marks no terms of automaton queries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<String>>,
+}
+
+impl QuerySpec {
+    /// Whether this query runs in `mode`.
+    pub fn runs_in(&self, mode: Mode) -> bool {
+        self.modes
+            .as_ref()
+            .is_none_or(|ms| ms.iter().any(|m| m == mode.as_str()))
+    }
 }
 
 /// One document of a corpus file given to `driver ... index --input DOCS.jsonl`.

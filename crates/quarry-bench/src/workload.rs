@@ -44,8 +44,17 @@ pub const W1_SEEDS: &[(&str, &str)] = &[
     ("to AND be AND or AND not", "intersection"),
 ];
 
-/// Query classes in report order.
-pub const CLASSES: &[&str] = &["term", "intersection", "union", "phrase", "mixed"];
+/// Query classes in report order. `fuzzy_wildcard`: one-word fuzzy, prefix and wildcard queries
+/// derived from the workload's own query terms ([`crate::fuzzy_queries`]); the `highlight` class
+/// is the mode `top10_highlight` over the other classes' queries.
+pub const CLASSES: &[&str] = &[
+    "term",
+    "intersection",
+    "union",
+    "phrase",
+    "mixed",
+    "fuzzy_wildcard",
+];
 
 /// Where the shared data folder is: `$QUARRY_SHARED_DIR`, else `<repo>/../shared`.
 pub fn shared_dir(repo: &Path) -> PathBuf {
@@ -105,6 +114,7 @@ fn prepare_w1(repo: &Path, dir: &Path) -> Result<Prepared> {
             query: q.to_string(),
             class: c.to_string(),
             name: Some("seed".into()),
+            modes: None,
         })
         .collect();
     let public = repo.join("tests/fixtures/reuters-queries-public.jsonl");
@@ -128,17 +138,21 @@ fn prepare_w1(repo: &Path, dir: &Path) -> Result<Prepared> {
             query,
             class: class.into(),
             name: Some(format!("public:{kind}")),
+            modes: None,
         });
     }
+    let public_count = queries.len() - W1_SEEDS.len();
+    let fuzzy = crate::fuzzy_queries::load(repo, "w1", false)?;
+    let fuzzy_count = fuzzy.len();
+    queries.extend(fuzzy);
     let queries_path = dir.join("queries.jsonl");
     write_queries(&queries_path, &queries)?;
     Ok(Prepared {
         name: "w1".into(),
         description: format!(
-            "W1: Reuters-21578 (bundled data/reuters21578.jsonl.zst, {docs} stories); {} seed queries + {} public \
-             fixture queries",
+            "W1: Reuters-21578 (bundled data/reuters21578.jsonl.zst, {docs} stories); {} seed queries + {public_count} \
+             public fixture queries + {fuzzy_count} fuzzy/prefix/wildcard queries (bench/queries/w1-fuzzy-wildcard.jsonl)",
             W1_SEEDS.len(),
-            queries.len() - W1_SEEDS.len()
         ),
         docs_path,
         docs,
@@ -214,7 +228,10 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         .parse()
         .unwrap_or(0);
 
-    let (queries, added_terms) = w2_queries(&qfile, &term_file, quick)?;
+    let (mut queries, added_terms) = w2_queries(&qfile, &term_file, quick)?;
+    let fuzzy = crate::fuzzy_queries::load(repo, "w2", quick)?;
+    let fuzzy_count = fuzzy.len();
+    queries.extend(fuzzy);
     let queries_path = dir.join(if quick {
         "queries-quick.jsonl"
     } else {
@@ -231,12 +248,16 @@ fn prepare_w2(repo: &Path, dir: &Path, quick: bool) -> Result<Prepared> {
         description: format!(
             "W2: English Wikipedia 2015 sample split into paragraphs ({docs} docs{}); search-benchmark-game \
              queries.txt plus the {added_terms} single-term queries of query_term.txt not already in it, as class \
-             term ({} queries{}); classes from the first tag (negated, intersection_union and two-phase-critic \
-             count as mixed)",
+             term, and {fuzzy_count} fuzzy/prefix/wildcard queries of bench/queries/w2-fuzzy-wildcard.jsonl ({} queries{}); \
+             classes from the first tag (negated, intersection_union and two-phase-critic count as mixed)",
             if quick { format!(", --quick: the first {W2_QUICK_DOCS} paragraphs in dump order") } else { String::new() },
             queries.len(),
             if quick {
-                format!(", --quick: the first {W2_QUICK_QUERIES_PER_CLASS} of each class in file order")
+                format!(
+                    ", --quick: the first {W2_QUICK_QUERIES_PER_CLASS} of each class in file order, {} of each \
+                     fuzzy/wildcard kind",
+                    crate::fuzzy_queries::QUICK_PER_KIND
+                )
             } else {
                 String::new()
             },
@@ -317,6 +338,7 @@ pub fn w2_queries(qfile: &Path, term_file: &Path, quick: bool) -> Result<(Vec<Qu
             } else {
                 tag
             }),
+            modes: None,
         });
     }
     Ok((queries, added_terms))

@@ -132,6 +132,18 @@ pub trait SearchEngine: Sized {
     fn hits(outcome: &Self::Outcome) -> (u64, bool);
     /// Top hits with their stored `id`, in rank order.
     fn top(&self, outcome: &Self::Outcome) -> Result<Vec<TopHit>>;
+    /// Reads the stored `body` of every hit of `outcome` (a top-10 search of `query`) and
+    /// highlights it with the engine's highlighter; returns the bytes of the fragments made, so
+    /// that no work can be skipped. Everything in here is timed with the search (mode
+    /// `top10_highlight`). Engines without a highlighter keep this default, an error that the
+    /// report shows as "not supported".
+    fn highlight(&self, query: &Self::Query, outcome: &Self::Outcome) -> Result<usize> {
+        let _ = (query, outcome);
+        anyhow::bail!(
+            "not supported: the {} driver has no highlighter",
+            Self::NAME
+        )
+    }
 }
 
 /// What an engine says about how it indexed.
@@ -305,9 +317,10 @@ fn query_cmd<E: SearchEngine>(
     let parsed: Vec<Result<E::Query>> = specs.iter().map(|s| engine.parse(&s.query)).collect();
     let t = Instant::now();
     for _ in 0..global_rounds {
-        for q in parsed.iter().flatten() {
-            for &mode in modes {
-                let _ = std::hint::black_box(engine.search(q, mode));
+        for (spec, q) in specs.iter().zip(&parsed) {
+            let Ok(q) = q else { continue };
+            for &mode in modes.iter().filter(|&&m| spec.runs_in(m)) {
+                let _ = std::hint::black_box(run_once(&engine, q, mode));
             }
         }
     }
@@ -317,7 +330,7 @@ fn query_cmd<E: SearchEngine>(
         t.elapsed().as_secs_f64()
     );
     for (spec, parsed) in specs.iter().zip(&parsed) {
-        for &mode in modes {
+        for &mode in modes.iter().filter(|&&m| spec.runs_in(m)) {
             let rec = match parsed {
                 Ok(q) => match time_query(&engine, q, mode, warmup, iters) {
                     Ok(rec) => rec,
@@ -359,8 +372,20 @@ fn error_record<E: SearchEngine>(spec: &QuerySpec, mode: Mode, error: String) ->
     }
 }
 
+/// One timed unit of `mode`: the search, and in `top10_highlight` the top-10 search followed by
+/// reading and highlighting the hits' `body`.
+fn run_once<E: SearchEngine>(engine: &E, q: &E::Query, mode: Mode) -> Result<E::Outcome> {
+    if mode == Mode::Top10Highlight {
+        let out = engine.search(q, Mode::Top10)?;
+        std::hint::black_box(engine.highlight(q, &out)?);
+        return Ok(out);
+    }
+    engine.search(q, mode)
+}
+
 /// Warm-up, then `iters` timed repetitions of `search` alone (parsing happened before; stored
-/// fields of the top hits are read once afterwards, untimed).
+/// fields of the top hits are read once afterwards, untimed), or in `top10_highlight` of the
+/// search plus highlighting.
 fn time_query<E: SearchEngine>(
     engine: &E,
     q: &E::Query,
@@ -369,13 +394,13 @@ fn time_query<E: SearchEngine>(
     iters: u64,
 ) -> Result<QueryRecord> {
     for _ in 0..warmup {
-        std::hint::black_box(engine.search(q, mode)?);
+        std::hint::black_box(run_once(engine, q, mode)?);
     }
     let mut samples = Vec::with_capacity(iters as usize);
     let mut last = None;
     for _ in 0..iters {
         let t = Instant::now();
-        let out = engine.search(q, mode)?;
+        let out = run_once(engine, q, mode)?;
         samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
         last = Some(std::hint::black_box(out));
     }

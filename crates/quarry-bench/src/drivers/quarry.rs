@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use quarry::highlight::{HighlightOptions, Highlighter};
 use quarry::query::Query;
 use quarry::{
     DirectoryKind, Document, FieldValue, Index, IndexWriter, Schema, SearchMode, SearchOptions,
@@ -22,6 +23,8 @@ use crate::protocol::{Mode, SourceDoc, TopHit};
 
 pub struct Quarry {
     searcher: Searcher,
+    /// Elasticsearch's defaults: 5 fragments of 100 characters, `<em>` tags.
+    highlight: HighlightOptions,
 }
 
 fn schema() -> Schema {
@@ -34,7 +37,7 @@ fn schema() -> Schema {
 
 fn mode(m: Mode) -> SearchMode {
     match m {
-        Mode::Top10 => SearchMode::Top,
+        Mode::Top10 | Mode::Top10Highlight => SearchMode::Top,
         Mode::Top10Count => SearchMode::TopCount,
         Mode::Count => SearchMode::Count,
     }
@@ -57,6 +60,7 @@ impl Quarry {
             .with_context(|| format!("opening quarry index {} ({kind})", dir.display()))?;
         Ok(Quarry {
             searcher: index.searcher(),
+            highlight: HighlightOptions::default(),
         })
     }
 }
@@ -152,6 +156,22 @@ impl SearchEngine for Quarry {
 
     fn hits(outcome: &SearchResult) -> (u64, bool) {
         (outcome.total_hits, outcome.hits_exact)
+    }
+
+    /// `Searcher::docs` (the hits' stored fields, in one call) and one `Highlighter` for the
+    /// query, as the server's `highlight` does.
+    fn highlight(&self, query: &Query, outcome: &SearchResult) -> Result<usize> {
+        let ids: Vec<_> = outcome.top.iter().map(|hit| hit.doc).collect();
+        let docs = self.searcher.docs(&ids)?;
+        let h = Highlighter::new(query, self.searcher.schema());
+        let mut bytes = 0;
+        for doc in &docs {
+            if let Some(body) = doc.get("body") {
+                let frags = h.highlight_field("body", body, &self.highlight);
+                bytes += frags.iter().map(String::len).sum::<usize>();
+            }
+        }
+        Ok(bytes)
     }
 
     fn top(&self, outcome: &SearchResult) -> Result<Vec<TopHit>> {

@@ -122,6 +122,11 @@ fn to_document(src: SourceDoc) -> Document {
 /// SeekStorm's syntax (`+required`, `-prohibited`, plain optional clauses, `"phrases"`).
 /// A clause next to `AND` is required, one after `NOT` prohibited, as Lucene's parser reads them.
 pub fn translate(q: &str) -> Result<String> {
+    // SeekStorm's query language has no fuzzy, prefix or wildcard terms; its parser would
+    // search the characters as written.
+    if q.contains(['~', '*', '?']) {
+        anyhow::bail!("not supported: SeekStorm has no fuzzy, prefix or wildcard queries ({q:?})");
+    }
     #[derive(PartialEq, Clone, Copy)]
     enum Occur {
         Should,
@@ -401,7 +406,7 @@ impl SearchEngine for SeekStorm {
 
     fn search(&self, query: &Query, mode: Mode) -> Result<Outcome> {
         let rt = match mode {
-            Mode::Top10 => ResultType::Topk,
+            Mode::Top10 | Mode::Top10Highlight => ResultType::Topk,
             Mode::Top10Count => ResultType::TopkCount,
             Mode::Count => ResultType::Count,
         };
@@ -415,7 +420,7 @@ impl SearchEngine for SeekStorm {
         match outcome.mode {
             // Topk does not count (result_count_total is only exact for TopkCount and Count):
             // the number of returned hits is a lower bound, as for Tantivy.
-            Mode::Top10 => {
+            Mode::Top10 | Mode::Top10Highlight => {
                 let n = outcome.result.result_count as u64;
                 (n, n < 10)
             }

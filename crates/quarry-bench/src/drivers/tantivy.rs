@@ -5,15 +5,24 @@
 //! words, no stemming). Queries: `QueryParser::for_index(&index, vec![body])`, default OR.
 //! Modes: top10 = `TopDocs::with_limit(10).order_by_score()` (Block-WAND: the number of matches
 //! is not computed, so `hits` is the number of returned docs, relation "gte" when it is 10);
-//! top10_count = `(TopDocs, Count)` (exhaustive); count = `Count`.
+//! top10_count = `(TopDocs, Count)` (exhaustive); count = `Count`; top10_highlight = top10, then
+//! each hit's stored document (`Searcher::doc`) and a `SnippetGenerator` (made once per query,
+//! 100 characters, one fragment: its API gives one) rendered with `to_html`.
+//!
+//! Tantivy's query parser has no fuzzy or wildcard terms, so a one-word query of the
+//! `fuzzy_wildcard` class is built here: `word~N` (`~` alone = 2 edits, Lucene's default) as
+//! `FuzzyTermQuery::new(term, N, transpositions)`, which matches every term within N edits
+//! (no 50-term cap, constant scores: not Lucene's top-terms blended scoring); `pre*`, `te?m`
+//! and `t*m` as `RegexQuery` (`pre.*`, `te.m`, `t.*m`), constant scores as in Lucene.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{Query, QueryParser};
+use tantivy::query::{FuzzyTermQuery, Query, QueryParser, RegexQuery};
 use tantivy::schema::{Field, Schema, Value, STORED, TEXT};
-use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Score, TantivyDocument};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Score, TantivyDocument, Term};
 
 use super::{IndexConfig, SearchEngine};
 use crate::protocol::{Mode, SourceDoc, TopHit};
@@ -23,6 +32,7 @@ pub struct Tantivy {
     reader: IndexReader,
     parser: QueryParser,
     id: Field,
+    body: Field,
 }
 
 pub struct Outcome {
@@ -116,18 +126,30 @@ impl SearchEngine for Tantivy {
             reader,
             parser,
             id,
+            body,
         })
     }
 
     fn parse(&self, query: &str) -> Result<Box<dyn Query>> {
         let _ = &self.index;
-        Ok(self.parser.parse_query(query)?)
+        match multi_term(query) {
+            Some(MultiTerm::Fuzzy(word, edits)) => Ok(Box::new(FuzzyTermQuery::new(
+                Term::from_field_text(self.body, &word),
+                edits,
+                true,
+            ))),
+            Some(MultiTerm::Regex(pattern)) => Ok(Box::new(
+                RegexQuery::from_pattern(&pattern, self.body)
+                    .with_context(|| format!("regex {pattern:?} of query {query:?}"))?,
+            )),
+            None => Ok(self.parser.parse_query(query)?),
+        }
     }
 
     fn search(&self, query: &Box<dyn Query>, mode: Mode) -> Result<Outcome> {
         let searcher = self.reader.searcher();
         Ok(match mode {
-            Mode::Top10 => {
+            Mode::Top10 | Mode::Top10Highlight => {
                 let top = searcher.search(query, &TopDocs::with_limit(10).order_by_score())?;
                 let n = top.len() as u64;
                 Outcome {
@@ -156,6 +178,18 @@ impl SearchEngine for Tantivy {
         })
     }
 
+    fn highlight(&self, query: &Box<dyn Query>, outcome: &Outcome) -> Result<usize> {
+        let searcher = self.reader.searcher();
+        let mut generator = SnippetGenerator::create(&searcher, query.as_ref(), self.body)?;
+        generator.set_max_num_chars(100);
+        let mut bytes = 0;
+        for &(_, addr) in &outcome.top {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            bytes += generator.snippet_from_doc(&doc).to_html().len();
+        }
+        Ok(bytes)
+    }
+
     fn hits(outcome: &Outcome) -> (u64, bool) {
         (outcome.hits, outcome.exact)
     }
@@ -177,5 +211,79 @@ impl SearchEngine for Tantivy {
                 })
             })
             .collect()
+    }
+}
+
+/// A one-word fuzzy, prefix or wildcard query in Lucene's classic syntax, as Tantivy builds it.
+#[derive(Debug, PartialEq)]
+enum MultiTerm {
+    /// The word (lowercased) and its edit distance.
+    Fuzzy(String, u8),
+    /// A regular expression over whole terms.
+    Regex(String),
+}
+
+/// `word~`, `word~N` (N = 0, 1, 2), or a word with `*` / `?` not in first place; `None` for
+/// anything else (left to Tantivy's parser).
+fn multi_term(q: &str) -> Option<MultiTerm> {
+    let q = q.trim();
+    if q.is_empty() || q.contains(char::is_whitespace) || q.contains(['"', ':', '\\']) {
+        return None;
+    }
+    if let Some((word, edits)) = q.split_once('~') {
+        let edits = match edits {
+            "" => 2,
+            "0" | "1" | "2" => edits.parse().ok()?,
+            _ => return None,
+        };
+        if word.is_empty() || word.contains(['*', '?', '~']) {
+            return None;
+        }
+        return Some(MultiTerm::Fuzzy(word.to_lowercase(), edits));
+    }
+    if !q.contains(['*', '?']) || q.starts_with(['*', '?']) {
+        return None;
+    }
+    let mut pattern = String::new();
+    for c in q.to_lowercase().chars() {
+        match c {
+            '*' => pattern.push_str(".*"),
+            '?' => pattern.push('.'),
+            c if "\\.+()|[]{}^$#&-~".contains(c) => {
+                pattern.push('\\');
+                pattern.push(c);
+            }
+            c => pattern.push(c),
+        }
+    }
+    Some(MultiTerm::Regex(pattern))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzy_and_wildcard_words_become_tantivy_queries() {
+        let fuzzy = |w: &str, n| Some(MultiTerm::Fuzzy(w.into(), n));
+        let regex = |p: &str| Some(MultiTerm::Regex(p.into()));
+        assert_eq!(multi_term("Obama~"), fuzzy("obama", 2));
+        assert_eq!(multi_term("obmaa~1"), fuzzy("obmaa", 1));
+        assert_eq!(multi_term("pres*"), regex("pres.*"));
+        assert_eq!(multi_term("wo?ld"), regex("wo.ld"));
+        assert_eq!(multi_term("w*d"), regex("w.*d"));
+        assert_eq!(multi_term("a.b*"), regex("a\\.b.*"));
+        for plain in [
+            "obama",
+            "+a +b",
+            "\"a b\"~2",
+            "*x",
+            "a~3",
+            "a~0.5",
+            "~",
+            "title:x*",
+        ] {
+            assert_eq!(multi_term(plain), None, "{plain}");
+        }
     }
 }

@@ -65,7 +65,16 @@ public final class LuceneBench {
   record Doc(int id, String title, String body) {}
 
   /** A benchmark / oracle query as read from a JSONL file. */
-  record QuerySpec(String query, String kind, String name) {}
+  /** A query of a queries file; {@code modes} (null = all) limits the modes it runs in. */
+  record QuerySpec(String query, String kind, String name, List<String> modes) {
+    QuerySpec(String query, String kind, String name) {
+      this(query, kind, name, null);
+    }
+
+    boolean runsIn(String mode) {
+      return modes == null || modes.contains(mode);
+    }
+  }
 
   public static void main(String[] args) throws Exception {
     if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help") || args[0].equals("help")) {
@@ -314,7 +323,7 @@ public final class LuceneBench {
 
   // ---------------------------------------------------------------- query
 
-  static final String[] ALL_MODES = {"top10", "top10_count", "count"};
+  static final String[] ALL_MODES = {"top10", "top10_count", "count", "top10_highlight"};
 
   /** Sink for results so the JIT cannot drop the searches. */
   static long blackhole;
@@ -351,11 +360,14 @@ public final class LuceneBench {
           indexDir, reader.numDocs(), reader.leaves().size(), queries.size(), String.join(",", modes),
           globalRounds, warmup, iters, queryCache);
 
+      LuceneHighlight hl = new LuceneHighlight(searcher, defaultField);
       // Global round-robin warm-up so the JIT sees the whole query mix.
       long g0 = System.nanoTime();
       for (int r = 0; r < globalRounds; r++) {
-        for (Query q : queries) {
-          for (String m : modes) blackhole += runOnce(searcher, q, m);
+        for (int qi = 0; qi < queries.size(); qi++) {
+          for (String m : modes) {
+            if (specs.get(qi).runsIn(m)) blackhole += runOnce(searcher, hl, queries.get(qi), m);
+          }
         }
       }
       log("global warm-up: %d executions in %.2f s",
@@ -366,7 +378,8 @@ public final class LuceneBench {
         Query q = queries.get(qi);
         QuerySpec s = specs.get(qi);
         for (String m : modes) {
-          for (int i = 0; i < warmup; i++) blackhole += runOnce(searcher, q, m);
+          if (!s.runsIn(m)) continue;
+          for (int i = 0; i < warmup; i++) blackhole += runOnce(searcher, hl, q, m);
           TopDocs lastTop = null;
           int lastCount = -1;
           for (int i = 0; i < iters; i++) {
@@ -385,6 +398,14 @@ public final class LuceneBench {
                 long t1 = System.nanoTime();
                 times[i] = t1 - t0;
                 blackhole += td.totalHits.value() + (td.scoreDocs.length > 0 ? td.scoreDocs[0].doc : 0);
+                lastTop = td;
+              }
+              case "top10_highlight" -> {
+                long t0 = System.nanoTime();
+                TopDocs td = searcher.search(q, new TopScoreDocCollectorManager(10, 1000));
+                blackhole += hl.highlight(q, td);
+                long t1 = System.nanoTime();
+                times[i] = t1 - t0;
                 lastTop = td;
               }
               default -> {
@@ -418,8 +439,13 @@ public final class LuceneBench {
     log("blackhole %d", blackhole);
   }
 
-  static long runOnce(IndexSearcher searcher, Query q, String mode) throws IOException {
+  static long runOnce(IndexSearcher searcher, LuceneHighlight hl, Query q, String mode)
+      throws IOException {
     switch (mode) {
+      case "top10_highlight" -> {
+        TopDocs td = searcher.search(q, new TopScoreDocCollectorManager(10, 1000));
+        return hl.highlight(q, td);
+      }
       case "top10" -> {
         TopDocs td = searcher.search(q, new TopScoreDocCollectorManager(10, 1000));
         return td.totalHits.value() + (td.scoreDocs.length > 0 ? td.scoreDocs[0].doc : 0);
@@ -685,7 +711,9 @@ public final class LuceneBench {
         String q = (String) m.get("query");
         if (q == null) throw new IOException(p + ": line without \"query\": " + line);
         String kind = (String) (m.get("class") != null ? m.get("class") : m.get("kind"));
-        qs.add(new QuerySpec(q, kind, (String) m.get("name")));
+        @SuppressWarnings("unchecked")
+        List<String> modes = (List<String>) m.get("modes");
+        qs.add(new QuerySpec(q, kind, (String) m.get("name"), modes));
       }
     }
     return qs;
@@ -705,6 +733,15 @@ public final class LuceneBench {
           case VALUE_NUMBER_FLOAT -> m.put(key, jp.getDoubleValue());
           case VALUE_NULL -> m.put(key, null);
           case VALUE_TRUE, VALUE_FALSE -> m.put(key, v == JsonToken.VALUE_TRUE);
+          case START_ARRAY -> {
+            // An array of strings (a query's "modes"); anything else in it is skipped.
+            List<String> xs = new ArrayList<>();
+            for (JsonToken t = jp.nextToken(); t != JsonToken.END_ARRAY; t = jp.nextToken()) {
+              if (t == JsonToken.VALUE_STRING) xs.add(jp.getText());
+              else jp.skipChildren();
+            }
+            m.put(key, xs);
+          }
           default -> jp.skipChildren();
         }
       }
