@@ -1,5 +1,6 @@
 //! An index on disk: its commit points, the segments they list with their deletions, and
 //! opening them as a point-in-time view.
+mod block_cache;
 mod check;
 mod files;
 mod segment;

@@ -6,6 +6,7 @@ use quarry_codecs::{CHUNK_SIZE, FOOTER_LEN, HEADER_LEN};
 use quarry_store::{Bytes, Directory, FileHandle};
 use serde_json::{Map, Value};
 
+use super::block_cache::{BlockCache, DecodedBlock};
 use crate::codec::columns::{ColumnBytes, ColumnView};
 use crate::codec::format::{self, SEGMENT_FILES};
 use crate::codec::meta::{FieldMeta, SegmentMeta};
@@ -103,6 +104,8 @@ pub struct SegmentReader {
     /// Per field: scorers handed a [`NormsCheck`] so far (see [`NORMS_WHOLE_AFTER`]).
     norms_uses: Vec<AtomicU32>,
     stored_index: OnceLock<Bytes>,
+    /// Recently decompressed stored blocks.
+    stored_cache: BlockCache,
     /// Per field: its column's bytes, read and verified at first use.
     columns: Vec<OnceLock<Option<ColumnBytes>>>,
     /// Per field: its vectors, read and verified at first use.
@@ -281,6 +284,7 @@ impl SegmentReader {
             norms_groups: (0..n).map(|_| OnceLock::new()).collect(),
             norms_uses: (0..n).map(|_| AtomicU32::new(0)).collect(),
             stored_index: OnceLock::new(),
+            stored_cache: BlockCache::default(),
             columns: (0..n).map(|_| OnceLock::new()).collect(),
             vectors: (0..n).map(|_| OnceLock::new()).collect(),
             seq_floors: OnceLock::new(),
@@ -904,12 +908,20 @@ impl SegmentReader {
     pub fn stored_fields(&self, doc: u32) -> Result<Map<String, Value>> {
         let name = self.files.store.name();
         let (first, start, end) = self.stored_block(doc)?;
-        let block = self.files.store.read(start, end)?;
-        let (lens, data) = decode_block(name, self.files.store.version(), &block)?;
+        let block = match self.stored_cache.get(start) {
+            Some(block) => block,
+            None => {
+                let raw = self.files.store.read(start, end)?;
+                let block = Arc::new(decode_block(name, self.files.store.version(), &raw)?);
+                self.stored_cache.insert(start, Arc::clone(&block));
+                block
+            }
+        };
+        let (lens, data) = &*block;
         let bytes = doc_in_block(
             name,
-            &lens,
-            &data,
+            lens,
+            data,
             doc.checked_sub(first)
                 .ok_or_else(|| Error::corrupt(name, "stored block index out of order"))?
                 as usize,
@@ -917,8 +929,9 @@ impl SegmentReader {
         decode_doc(&self.schema, bytes).in_file(name)
     }
 
-    /// The stored fields of several documents, in the order given: the blocks they are in are
-    /// read with one batched read ([`VerifiedFile::read_many`]) and each decoded once.
+    /// The stored fields of several documents, in the order given: the blocks they are in that
+    /// the cache does not hold are read with one batched read ([`VerifiedFile::read_many`]) and
+    /// each decoded once.
     pub fn stored_docs(&self, docs: &[u32]) -> Result<Vec<Map<String, Value>>> {
         let name = self.files.store.name();
         let located: Vec<(u32, u64, u64)> = docs
@@ -928,19 +941,27 @@ impl SegmentReader {
         let mut blocks = located.clone();
         blocks.sort_unstable_by_key(|&(_, start, _)| start);
         blocks.dedup_by_key(|&mut (_, start, _)| start);
-        let ranges: Vec<_> = blocks.iter().map(|&(_, start, end)| start..end).collect();
-        let read = self.files.store.read_many(&ranges)?;
-        let decoded = read
+        let mut decoded: Vec<Option<DecodedBlock>> = blocks
             .iter()
-            .map(|bytes| decode_block(name, self.files.store.version(), bytes))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|&(_, start, _)| self.stored_cache.get(start))
+            .collect();
+        let missing: Vec<usize> = (0..blocks.len())
+            .filter(|&i| decoded[i].is_none())
+            .collect();
+        let ranges: Vec<_> = missing.iter().map(|&i| blocks[i].1..blocks[i].2).collect();
+        let read = self.files.store.read_many(&ranges)?;
+        for (&i, bytes) in missing.iter().zip(&read) {
+            let block = Arc::new(decode_block(name, self.files.store.version(), bytes)?);
+            self.stored_cache.insert(blocks[i].1, Arc::clone(&block));
+            decoded[i] = Some(block);
+        }
         docs.iter()
             .zip(&located)
             .map(|(&doc, &(first, start, _))| {
                 let i = blocks
                     .binary_search_by_key(&start, |&(_, s, _)| s)
                     .expect("every block was read");
-                let (lens, data) = &decoded[i];
+                let (lens, data) = &**decoded[i].as_ref().expect("every block was read");
                 let at = doc
                     .checked_sub(first)
                     .ok_or_else(|| Error::corrupt(name, "stored block index out of order"))?;
