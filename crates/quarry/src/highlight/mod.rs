@@ -19,6 +19,7 @@
 
 mod matcher;
 mod passage;
+mod sentences;
 
 use serde_json::{Map, Value};
 

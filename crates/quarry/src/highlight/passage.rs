@@ -9,6 +9,7 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::matcher::Match;
+use super::sentences::SentenceStarts;
 use super::Encoder;
 
 /// Lucene's `PassageScorer` defaults.
@@ -81,7 +82,7 @@ struct BoundedBreaks<'a> {
     sentences: Vec<u32>,
     /// Where the sentence breaks after the last of `sentences` come from; `None` once every
     /// break (and the value's end) is in `sentences`.
-    more: Option<unicode_segmentation::USentenceBoundIndices<'a>>,
+    more: Option<SentenceStarts<'a>>,
     /// Word breaks, found when a sentence first needs cutting.
     words: Option<Vec<u32>>,
     max: i64,
@@ -113,7 +114,7 @@ impl<'a> BoundedBreaks<'a> {
             units,
             range,
             sentences: Vec::new(),
-            more: Some(text.split_sentence_bound_indices()),
+            more: Some(SentenceStarts::new(text)),
             words: None,
             max: max as i64,
             first: i64::from(units.unit(range.0)),
@@ -134,7 +135,7 @@ impl<'a> BoundedBreaks<'a> {
                 break;
             };
             match iter.next() {
-                Some((b, _)) => {
+                Some(b) => {
                     let u = self.units.unit(self.range.0 + b);
                     self.sentences.push(u);
                 }
