@@ -11,11 +11,14 @@ pub(crate) type DecodedBlock = Arc<(Vec<u32>, Vec<u8>)>;
 /// Blocks kept per segment: 32 blocks of about 8 KiB, so 256 KiB at most a segment.
 pub(crate) const BLOCKS_PER_SEGMENT: usize = 32;
 
+/// One kept block: its file offset, when it was last used, the block.
+type Slot = (u64, u64, DecodedBlock);
+
 /// Decoded blocks by file offset, the least recently used dropped first.
 #[derive(Debug, Default)]
 pub(crate) struct BlockCache {
-    /// (block offset, last use, block); linear scans over at most `BLOCKS_PER_SEGMENT`.
-    slots: Mutex<(u64, Vec<(u64, u64, DecodedBlock)>)>,
+    /// A use counter and the slots; linear scans over at most `BLOCKS_PER_SEGMENT`.
+    slots: Mutex<(u64, Vec<Slot>)>,
 }
 
 impl BlockCache {
