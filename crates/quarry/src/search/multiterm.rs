@@ -113,6 +113,10 @@ pub fn fuzzy_expansions(
         spec.transpositions,
     );
     let aut = Utf8(lev);
+    // Without a prefix, a DFA walks the dictionary: a state is a number, where the automaton
+    // above computes (and allocates) a row of distances per byte.
+    let dfa = (spec.prefix_length == 0 && !exact_only)
+        .then(|| LevDfa::new(spec.term, spec.max_edits, spec.transpositions));
     let prefix = (spec.prefix_length as usize).min(query.len());
     let mut found: BTreeMap<String, (f32, u64)> = BTreeMap::new();
     for seg in segments {
@@ -136,9 +140,9 @@ pub fn fuzzy_expansions(
             }
             continue;
         }
-        let mut stream = dict.map().search(&aut).into_stream();
-        while let Some((key, offset)) = stream.next() {
-            add(key, offset)?;
+        match &dfa {
+            Some(dfa) => walk(dict.map(), dfa, &mut add)?,
+            None => walk(dict.map(), &aut, &mut add)?,
         }
     }
     let mut all: Vec<Expansion> = found
@@ -162,6 +166,57 @@ pub fn fuzzy_expansions(
         e.boost = e.boost.max(0.0);
     }
     Ok(all)
+}
+
+/// Calls `add` with every key of `map` that `aut` accepts, and its value.
+fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
+    map: &fst::Map<D>,
+    aut: A,
+    add: &mut impl FnMut(&[u8], u64) -> Result<()>,
+) -> Result<()> {
+    let mut stream = map.search(aut).into_stream();
+    while let Some((key, offset)) = stream.next() {
+        add(key, offset)?;
+    }
+    Ok(())
+}
+
+/// The terms within `max_edits` (0-2) of a term, as a DFA over UTF-8 bytes
+/// (`levenshtein_automata`); distances count code points, and a swap of neighbours counts one
+/// edit with `transpositions`, as Lucene's `LevenshteinAutomata`.
+pub(crate) struct LevDfa(levenshtein_automata::DFA);
+
+impl LevDfa {
+    pub(crate) fn new(term: &str, max_edits: u32, transpositions: bool) -> Self {
+        use levenshtein_automata::LevenshteinAutomatonBuilder as Builder;
+        use std::sync::OnceLock;
+        // Building a builder costs milliseconds (distance 2): once per process and kind.
+        static BUILDERS: [[OnceLock<Builder>; 2]; 3] =
+            [const { [const { OnceLock::new() }; 2] }; 3];
+        let d = max_edits.min(FUZZY_MAX_EDITS) as usize;
+        let builder = BUILDERS[d][usize::from(transpositions)]
+            .get_or_init(|| Builder::new(d as u8, transpositions));
+        LevDfa(builder.build_dfa(term))
+    }
+}
+
+impl fst::Automaton for &LevDfa {
+    type State = u32;
+    fn start(&self) -> u32 {
+        self.0.initial_state()
+    }
+    fn is_match(&self, s: &u32) -> bool {
+        matches!(
+            self.0.distance(*s),
+            levenshtein_automata::Distance::Exact(_)
+        )
+    }
+    fn can_match(&self, s: &u32) -> bool {
+        *s != levenshtein_automata::SINK_STATE
+    }
+    fn accept(&self, s: &u32, byte: u8) -> u32 {
+        self.0.transition(*s, byte)
+    }
 }
 
 /// Lucene's `FuzzyTermsEnum` boost of a candidate: 1 for the term itself, else
@@ -214,6 +269,43 @@ pub fn fuzziness_edits(fuzziness: &str, term: &str) -> std::result::Result<u32, 
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    fn word() -> impl Strategy<Value = String> {
+        proptest::collection::vec(prop_oneof![5 => 97u32..101, 1 => 0xe0u32..0xe3], 0..7)
+            .prop_map(|v| v.into_iter().filter_map(char::from_u32).collect())
+    }
+
+    proptest! {
+        /// The DFA accepts exactly the terms within the distance (optimal string alignment with
+        /// transpositions, plain Levenshtein without), code points counted.
+        #[test]
+        fn levenshtein_dfa_is_the_distance(
+            terms in proptest::collection::btree_set(word(), 0..60),
+            term in word(),
+            max_edits in 0u32..3,
+            transpositions in any::<bool>(),
+        ) {
+            let chars = |s: &str| s.chars().collect::<Vec<char>>();
+            let want: Vec<String> = terms
+                .iter()
+                .filter(|c| {
+                    super::super::automaton::osa_distance(&chars(&term), &chars(c), transpositions)
+                        <= max_edits as usize
+                })
+                .cloned()
+                .collect();
+            let set = fst::Set::from_iter(terms.iter()).unwrap();
+            let dfa = LevDfa::new(&term, max_edits, transpositions);
+            let got: Vec<String> = set
+                .search(&dfa)
+                .into_stream()
+                .into_strs()
+                .unwrap();
+            prop_assert_eq!(got, want);
+        }
+    }
+
     use super::*;
 
     #[test]
