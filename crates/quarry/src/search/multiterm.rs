@@ -269,43 +269,6 @@ pub fn fuzziness_edits(fuzziness: &str, term: &str) -> std::result::Result<u32, 
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
-
-    fn word() -> impl Strategy<Value = String> {
-        proptest::collection::vec(prop_oneof![5 => 97u32..101, 1 => 0xe0u32..0xe3], 0..7)
-            .prop_map(|v| v.into_iter().filter_map(char::from_u32).collect())
-    }
-
-    proptest! {
-        /// The DFA accepts exactly the terms within the distance (optimal string alignment with
-        /// transpositions, plain Levenshtein without), code points counted.
-        #[test]
-        fn levenshtein_dfa_is_the_distance(
-            terms in proptest::collection::btree_set(word(), 0..60),
-            term in word(),
-            max_edits in 0u32..3,
-            transpositions in any::<bool>(),
-        ) {
-            let chars = |s: &str| s.chars().collect::<Vec<char>>();
-            let want: Vec<String> = terms
-                .iter()
-                .filter(|c| {
-                    super::super::automaton::osa_distance(&chars(&term), &chars(c), transpositions)
-                        <= max_edits as usize
-                })
-                .cloned()
-                .collect();
-            let set = fst::Set::from_iter(terms.iter()).unwrap();
-            let dfa = LevDfa::new(&term, max_edits, transpositions);
-            let got: Vec<String> = set
-                .search(&dfa)
-                .into_stream()
-                .into_strs()
-                .unwrap();
-            prop_assert_eq!(got, want);
-        }
-    }
-
     use super::*;
 
     #[test]

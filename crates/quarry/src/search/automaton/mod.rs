@@ -563,6 +563,25 @@ mod tests {
                 .collect();
             prop_assert_eq!(fst_matches(&terms, lev), want);
         }
+
+        /// The DFA fuzzy queries walk without a prefix accepts the same terms.
+        #[test]
+        fn levenshtein_dfa_is_the_distance(
+            terms in proptest::collection::btree_set(small_word(), 0..60),
+            term in small_word(),
+            max_edits in 0u32..3,
+            transpositions in any::<bool>(),
+        ) {
+            let want: Vec<String> = terms
+                .iter()
+                .filter(|c| lev_reference(&term, c, max_edits, 0, transpositions))
+                .cloned()
+                .collect();
+            let set = fst::Set::from_iter(terms.iter()).unwrap();
+            let dfa = crate::search::multiterm::LevDfa::new(&term, max_edits, transpositions);
+            let got: Vec<String> = set.search(&dfa).into_stream().into_strs().unwrap();
+            prop_assert_eq!(got, want);
+        }
     }
 
     /// A recursive wildcard matcher (the reference).
