@@ -17,6 +17,8 @@ mod codecs;
 mod drivers;
 mod fuzzy_queries;
 #[cfg(feature = "quarry-driver")]
+mod embed;
+#[cfg(feature = "quarry-driver")]
 mod io_study;
 #[cfg(feature = "quarry-driver")]
 mod io_w2;
@@ -92,6 +94,10 @@ enum Cmd {
     /// quarry (flat, HNSW float32 and int8) vs FAISS, hnswlib, usearch, Lucene and
     /// native-vector-store in one run; report under --out (default bench/results/).
     Vectors(vectors::VectorsArgs),
+    /// Text embedding speed: quarry's embedder vs sentence-transformers on the same Reuters
+    /// texts and W1 queries, 1 and 2 threads (texts/s, query p50/p99); report under --out.
+    #[cfg(feature = "quarry-driver")]
+    Embed(embed::EmbedArgs),
     /// One engine's process of `structured` (the orchestrator spawns these).
     StructuredDriver(structured::driver::DriverArgs),
     /// Open-loop load test of a running `quarry serve` (queries at fixed rates while indexing).
@@ -153,6 +159,8 @@ fn real_main() -> Result<()> {
         Cmd::Structured(args) => structured::run(args),
         Cmd::StructuredDriver(args) => structured::driver_main(args),
         Cmd::Vectors(args) => vectors::run(args),
+        #[cfg(feature = "quarry-driver")]
+        Cmd::Embed(args) => embed::run(args),
         Cmd::Load(args) => load::run(args),
         Cmd::Budget(args) => budget::run(args),
         Cmd::Driver {

@@ -12,6 +12,7 @@ mod demo;
 mod index_cmd;
 mod ingest;
 mod input;
+mod models_cmd;
 mod search_cmd;
 
 #[global_allocator]
@@ -67,6 +68,9 @@ enum Command {
     Serve(ServeArgs),
     /// Serve indexes to AI agents over the Model Context Protocol (stdio, or HTTP with --listen).
     Mcp(McpArgs),
+    /// Register text-embedding models with an index (`quarry models add NAME PATH --index DIR`).
+    #[command(subcommand)]
+    Models(models_cmd::ModelsCmd),
 }
 
 #[derive(clap::Args, Debug)]
@@ -332,6 +336,7 @@ fn run(cli: Cli) -> Result<()> {
             );
         }
         Command::Demo(args) => demo::run(&args)?,
+        Command::Models(cmd) => models_cmd::run(&cmd)?,
         Command::Serve(args) => {
             let mut config = quarry_server::Config::new(args.data);
             config.listen = args.listen;

@@ -56,8 +56,12 @@ pub struct SearchArgs {
     pub query: Option<String>,
     /// k-nearest-neighbour search of this vector field (with `--vector` or `--vector-file`)
     /// instead of a query.
-    #[arg(long, value_name = "FIELD", requires = "query_vector", conflicts_with_all = ["query", "queries", "sort"])]
+    #[arg(long, value_name = "FIELD", requires = "query_vector", conflicts_with_all = ["query", "queries", "sort"], group = "vector_search")]
     pub knn: Option<String>,
+    /// Semantic search: embed the query text with the model of this embedded vector field
+    /// (its schema's `"embed"`) and find the nearest vectors; takes the `--knn` options.
+    #[arg(long, value_name = "FIELD", requires = "query", conflicts_with_all = ["queries", "sort"], group = "vector_search")]
+    pub semantic: Option<String>,
     /// The query vector of `--knn`: a JSON array of numbers, `'[0.1, 0.2, ...]'`.
     #[arg(long, value_name = "JSON", requires = "knn", group = "query_vector")]
     pub vector: Option<String>,
@@ -66,16 +70,16 @@ pub struct SearchArgs {
     #[arg(long, value_name = "FILE", requires = "knn", group = "query_vector")]
     pub vector_file: Option<PathBuf>,
     /// `--knn`: the graph search's beam width per segment (default min(1.5 k, 10000)).
-    #[arg(long, requires = "knn")]
+    #[arg(long, requires = "vector_search")]
     pub num_candidates: Option<usize>,
     /// `--knn`: only documents matching this query (Lucene syntax) may be hits.
-    #[arg(long, value_name = "QUERY", requires = "knn")]
+    #[arg(long, value_name = "QUERY", requires = "vector_search")]
     pub filter: Option<String>,
     /// `--knn`: compare every vector instead of walking the graph.
-    #[arg(long, requires = "knn")]
+    #[arg(long, requires = "vector_search")]
     pub exact: bool,
     /// `--knn`: also run this text query (Lucene syntax) and fuse both rankings.
-    #[arg(long, value_name = "QUERY", requires = "knn")]
+    #[arg(long, value_name = "QUERY", requires = "vector_search")]
     pub hybrid: Option<String>,
     /// `--hybrid`: reciprocal rank fusion (`rrf`, rank constant 60) or a sum of min-max
     /// normalized scores (`linear`); each ranking is cut to its first max(k, 10) hits.
@@ -85,16 +89,23 @@ pub struct SearchArgs {
 
 /// Runs a `--knn` (or `--hybrid`) search; returns its JSON result and the time it took.
 fn run_knn(
+    index: &Index,
     searcher: &Searcher,
     fields: &[&str],
     args: &SearchArgs,
     field: &str,
 ) -> Result<(Value, f64)> {
-    let vector = match &args.vector_file {
-        Some(path) => read_vector_file(path)?,
-        None => json_vector("--vector", args.vector.as_deref().unwrap_or(""))?,
-    };
     let start = Instant::now();
+    let vector = match (&args.semantic, &args.vector_file) {
+        (Some(_), _) => {
+            let text = args.query.as_deref().unwrap_or_default();
+            index
+                .embed_query(field, text)
+                .with_context(|| format!("--semantic {field}"))?
+        }
+        (None, Some(path)) => read_vector_file(path)?,
+        (None, None) => json_vector("--vector", args.vector.as_deref().unwrap_or(""))?,
+    };
     let mut q = KnnQuery::new(field, vector, args.top);
     q.num_candidates = args.num_candidates;
     q.exact = args.exact;
@@ -119,6 +130,13 @@ fn run_knn(
             let label = format!("{text} + knn {field} ({})", args.fusion);
             (label, searcher.hybrid(&tq, &q, &fusion, args.top)?)
         }
+        None if args.semantic.is_some() => (
+            format!(
+                "semantic {field}: {}",
+                args.query.as_deref().unwrap_or_default()
+            ),
+            searcher.knn(&q)?,
+        ),
         None => (format!("knn {field}"), searcher.knn(&q)?),
     };
     let micros = start.elapsed().as_secs_f64() * 1e6;
@@ -457,8 +475,8 @@ pub fn run(args: &SearchArgs) -> Result<()> {
     check_highlight_fields(&searcher, &args.highlight)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    if let Some(field) = &args.knn {
-        let (v, micros) = run_knn(&searcher, &fields, args, field)?;
+    if let Some(field) = args.knn.as_ref().or(args.semantic.as_ref()) {
+        let (v, micros) = run_knn(&index, &searcher, &fields, args, field)?;
         if args.json {
             writeln!(out, "{v}")?;
         } else {
