@@ -224,16 +224,18 @@ fn render(args: &EmbedArgs, model: &Path, nq: usize, rows: &[Row]) -> String {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut s = format!(
         "# Text embedding: quarry vs sentence-transformers\n\n\
-         Command: `cargo run --release -p quarry-bench -- embed --docs {} --threads {} --rounds {}` \
-         on commit {} ({}). Model: all-MiniLM-L6-v2 from `{}`. Machine: {} core(s), load average at the end {}.\n\n\
+         Command: `{}` ({} build) on commit {} ({}). Model: all-MiniLM-L6-v2 from `{}`. Machine: {} core(s), load average at the end {}.\n\n\
          Throughput: the first {} non-empty Reuters bodies embedded in one call (quarry: sorted by \
          length, batches of 32; sentence-transformers: `encode(batch_size=32)`, which also sorts by \
          length), after a warm-up batch. Query latency: each of the {nq} W1 query texts embedded \
          alone, {} times over. Medians of {} alternating runs per engine and thread count.\n\n\
          | Threads | Engine | Texts/s | Query p50 (ms) | Query p99 (ms) |\n|---|---|---|---|---|\n",
-        args.docs,
-        args.threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(","),
-        args.rounds,
+        std::env::args().collect::<Vec<_>>().join(" "),
+        if cfg!(debug_assertions) {
+            "dev profile: dependencies at opt-level 2, quarry at 0"
+        } else {
+            "release"
+        },
         crate::orchestrator::git_head(&repo()),
         crate::orchestrator::today(),
         model.display(),
