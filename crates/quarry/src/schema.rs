@@ -291,6 +291,17 @@ impl FieldEntry {
     }
 }
 
+/// Whether `name` can name an embedding model: 1 to 64 ASCII letters, digits, `-`, `_` or `.`,
+/// not starting with `.` (it is a folder name under `models/`).
+pub(crate) fn is_model_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 /// Checks an `embed` option: its source is a text or keyword field of the schema, its model
 /// name well formed.
 fn check_embed(
@@ -318,13 +329,7 @@ fn check_embed(
             )))
         }
     }
-    let ok = !e.model.is_empty()
-        && e.model.len() <= 64
-        && !e.model.starts_with('.')
-        && e.model
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !ok {
+    if !is_model_name(&e.model) {
         return Err(Error::Schema(format!(
             "field {name:?}: \"embed\" \"model\" {:?} is not a model name (1 to 64 ASCII letters, digits, '-', '_' or '.')",
             e.model
@@ -810,6 +815,45 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         Schema::infer(&docs).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn embed_options_are_checked() {
+        let schema = |extra: &str| {
+            Schema::from_json(&format!(
+                r#"{{"fields": [{{"name": "body", "type": "text"}}, {{"name": "n", "type": "integer"}}, {extra}]}}"#
+            ))
+        };
+        let ok = schema(r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "mini-lm.2"}}"#)
+            .unwrap();
+        let e = ok.field_by_name("v").unwrap().embed.clone().unwrap();
+        assert_eq!((e.from.as_str(), e.model.as_str()), ("body", "mini-lm.2"));
+        assert_eq!(Schema::from_json(&ok.to_json()).unwrap(), ok);
+        for (extra, says) in [
+            (
+                r#"{"name": "v", "type": "text", "embed": {"from": "body", "model": "m"}}"#,
+                "applies to vector fields only",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "nope", "model": "m"}}"#,
+                "does not have",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "n", "model": "m"}}"#,
+                "a integer field",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "../m"}}"#,
+                "is not a model name",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body"}}"#,
+                "missing field `model`",
+            ),
+        ] {
+            let err = schema(extra).unwrap_err().to_string();
+            assert!(err.contains(says), "{extra}: {err}");
+        }
     }
 
     #[test]

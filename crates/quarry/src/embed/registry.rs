@@ -59,13 +59,7 @@ pub struct ModelManifest {
 
 /// Checks a model name: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, not starting with `.`.
 pub fn check_model_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
+    if crate::schema::is_model_name(name) {
         Ok(())
     } else {
         Err(Error::InvalidArgument(format!(
