@@ -4,8 +4,10 @@
 //! A `.json` file may instead hold a JSON array of documents or one document over several lines
 //! (native-vector-store's layout: `[{"id", "text", "metadata": {"embedding": [...]}}, ...]`):
 //! it is read whole and yields each object's text with the line it starts on ([`JsonDocs`]).
-//! A Markdown or plain-text file (`.md`, `.markdown`, `.txt`) is one document
-//! `{"path", "title", "body"}` ([`TextDoc`]): a folder of notes indexes as it is.
+//! A Markdown or plain-text file (`.md`, `.markdown`, `.txt`) named as the input or matched by
+//! a glob is one document `{"path", "title", "body"}` ([`TextDoc`]): `'notes/**/*.md'` indexes a
+//! folder of notes as it is. A directory's listing takes only JSON files (a README.txt beside
+//! data files is not a document).
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -61,7 +63,7 @@ const INPUT_EXTENSIONS: &[&str] = &[
     ".zstd",
 ];
 
-/// File names read as one document each: Markdown and plain text.
+/// File names read as one document each when named or matched by a glob: Markdown and text.
 const TEXT_EXTENSIONS: &[&str] = &[".md", ".markdown", ".txt"];
 
 /// The files an `--input` argument names, in a fixed order: the file itself; a directory's
@@ -87,17 +89,14 @@ pub fn expand(input: &Path) -> Result<Vec<PathBuf>> {
                 || std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
             if is_file
                 && !name.starts_with('.')
-                && INPUT_EXTENSIONS
-                    .iter()
-                    .chain(TEXT_EXTENSIONS)
-                    .any(|e| name.ends_with(e))
+                && INPUT_EXTENSIONS.iter().any(|e| name.ends_with(e))
             {
                 files.push(entry.path());
             }
         }
         if files.is_empty() {
             bail!(
-                "no input files in {}: expected names ending in .jsonl, .ndjson or .json (optionally .gz or .zst), or .md, .markdown or .txt",
+                "no input files in {}: expected names ending in .jsonl, .ndjson or .json (optionally .gz or .zst); name Markdown or text files with a pattern such as 'DIR/*.md'",
                 input.display()
             );
         }
@@ -542,12 +541,18 @@ mod tests {
         std::fs::write(p.join("b.txt"), "\u{feff}plain words").unwrap();
         std::fs::write(p.join("c.bin"), [0u8, 1, 2]).unwrap();
         std::fs::write(p.join("d.jsonl"), "{\"body\": \"x\"}\n").unwrap();
-        let files = expand(p).unwrap();
+        let listed = expand(p).unwrap();
+        assert_eq!(
+            listed,
+            [p.join("d.jsonl")],
+            "a directory lists its JSON files only"
+        );
+        let files = expand(&p.join("*.[mt][dx]*")).unwrap();
         let names: Vec<_> = files
             .iter()
             .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["a.md", "b.txt", "d.jsonl"]);
+        assert_eq!(names, ["a.md", "b.txt"]);
         let a = doc_of(&files[0]);
         assert_eq!(a["title"], "Wheat exports");
         assert_eq!(a["body"], "intro\n\n## Wheat exports\n\nGrain moved.\n");
