@@ -10,11 +10,12 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use quarry::embed::SentenceModel;
 use quarry::search::knn::KnnQuery;
 use quarry::{Document, Index, IndexWriter, Schema, WriterOptions};
 
-const FIXTURE: &str = "minilm-reuters500";
 const MIN_COSINE: f32 = 0.9999;
 
 fn repo() -> PathBuf {
@@ -44,12 +45,7 @@ struct Fixture {
 /// The fixture's texts (document bodies read again from the bundled corpus by id, then the
 /// queries) and sentence-transformers' vectors.
 fn fixture() -> Fixture {
-    let dir = repo().join("tests/fixtures/embeddings");
-    let header: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join(format!("{FIXTURE}.json"))).unwrap(),
-    )
-    .unwrap();
-    let dims = header["dims"].as_u64().unwrap() as usize;
+    let (header, vectors) = common::embedding_fixture();
     let ids: Vec<u64> = header["docs"]
         .as_array()
         .unwrap()
@@ -77,16 +73,7 @@ fn fixture() -> Fixture {
             .iter()
             .map(|q| q.as_str().unwrap().to_string()),
     );
-    let bytes = std::fs::read(dir.join(format!("{FIXTURE}.f32"))).unwrap();
-    assert_eq!(bytes.len(), texts.len() * dims * 4, "fixture size");
-    let vectors = bytes
-        .chunks_exact(dims * 4)
-        .map(|row| {
-            row.chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                .collect()
-        })
-        .collect();
+    assert_eq!(vectors.len(), texts.len(), "fixture size");
     Fixture {
         texts,
         docs,

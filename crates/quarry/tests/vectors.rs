@@ -4,6 +4,8 @@
 //! The vectors are random (ties come from few distinct values), clustered random unit vectors
 //! (for recall), or real sentence embeddings (tests/fixtures/embeddings: all-MiniLM-L6-v2 on
 //! Reuters bodies and the W1 queries) for recall on data that is not synthetic.
+mod common;
+
 use quarry::codec::vectors::VectorMeta;
 use quarry::fusion::Normalizer;
 use quarry::schema::{ElementType, FieldEntry, Similarity, VectorIndex};
@@ -252,23 +254,8 @@ fn hnsw_recall_at_10_on_clustered_vectors_across_segments_and_after_merge() {
 /// The committed real embeddings (tests/fixtures/embeddings, made by scripts/embed-fixture.py):
 /// all-MiniLM-L6-v2 vectors of 500 Reuters bodies (the corpus here) and of the 131 W1 queries.
 fn real_embeddings() -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/embeddings");
-    let header: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("minilm-reuters500.json")).unwrap())
-            .unwrap();
-    let dims = header["dims"].as_u64().unwrap() as usize;
-    let docs = header["docs"].as_array().unwrap().len();
-    let bytes = std::fs::read(dir.join("minilm-reuters500.f32")).unwrap();
-    let mut all: Vec<Vec<f32>> = bytes
-        .chunks_exact(dims * 4)
-        .map(|row| {
-            row.chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                .collect()
-        })
-        .collect();
-    let queries = all.split_off(docs);
+    let (header, mut all) = common::embedding_fixture();
+    let queries = all.split_off(header["docs"].as_array().unwrap().len());
     (all, queries)
 }
 

@@ -255,3 +255,25 @@ pub fn dsl(searcher: &Searcher, node: &Value) -> Result<Query, String> {
         _ => q,
     })
 }
+
+/// The committed sentence-transformers embeddings (tests/fixtures/embeddings, made by
+/// scripts/embed-fixture.py): the header (`dims`, `docs` ids, `queries` texts) and one vector
+/// per document then per query, little-endian f32 rows.
+pub fn embedding_fixture() -> (Value, Vec<Vec<f32>>) {
+    let dir = root().join("tests/fixtures/embeddings");
+    let header: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("minilm-reuters500.json")).expect("fixture header"),
+    )
+    .expect("fixture header JSON");
+    let dims = header["dims"].as_u64().expect("dims") as usize;
+    let bytes = std::fs::read(dir.join("minilm-reuters500.f32")).expect("fixture vectors");
+    let rows = bytes
+        .chunks_exact(dims * 4)
+        .map(|row| {
+            row.chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
