@@ -15,9 +15,9 @@ mod cgroup;
 mod charts;
 mod codecs;
 mod drivers;
-mod fuzzy_queries;
 #[cfg(feature = "quarry-driver")]
 mod embed;
+mod fuzzy_queries;
 #[cfg(feature = "quarry-driver")]
 mod io_study;
 #[cfg(feature = "quarry-driver")]
