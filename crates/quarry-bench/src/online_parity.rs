@@ -438,6 +438,10 @@ pub fn run(args: OnlineParityArgs) -> Result<()> {
         queries_path.into(),
         "--index".into(),
         work.join("lucene-index").into(),
+        // The modes quarry replays: the harness's default list also holds the suite's
+        // `top10_highlight`, which this comparison does not cover.
+        "--modes".into(),
+        "top10,top10_count,count".into(),
     ];
     let l = run_driver(&launcher, &a)?.records;
     if args.keep.is_some() {
