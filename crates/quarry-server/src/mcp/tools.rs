@@ -48,8 +48,11 @@ fn answer(v: Value) -> ToolResult {
     Ok(CallToolResult::structured(v))
 }
 
-/// The text-to-vector step of `semantic_search` and `hybrid_search`.
-// TODO(embed): call Index::embed_query
+/// The text-to-vector step of `semantic_search` and `hybrid_search`. The server's mappings
+/// cannot declare an embedding model yet (`dense_vector` has no `embed` option and there is no
+/// `semantic_text`), so no index served here has a field `Index::embed_query` could embed for:
+/// a question is refused with the way out. When the mappings gain it, this calls
+/// `embed_query` on the named index.
 fn embed(field: &str, _question: &str) -> Result<Vec<f32>, String> {
     Err(format!(
         "field {field} has no embedding model; pass `vector`"
