@@ -4,6 +4,7 @@
 //! figures (per index shape, and quarry against the best peer) are in [`queries`].
 
 mod queries;
+mod scrutiny;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -298,6 +299,22 @@ fn timing_section(md: &mut String, results: &Value) -> Result<()> {
         s(&meta["settings"]["warmup"]),
         s(&meta["settings"]["iters"])
     )?;
+    if engines_present(results).iter().any(|e| e == "seekstorm") {
+        let shards = arr(results, "index")
+            .iter()
+            .rfind(|r| s(&r["engine"]) == "seekstorm" && r["threads"] == 1)
+            .map(|r| s(&r["segments"]))
+            .unwrap_or_else(|| "?".into());
+        writeln!(
+            md,
+            "- **SeekStorm is not single-threaded.** Its driver process calls it from one thread, but \
+             SeekStorm searches the shards of its index ({shards} in shape `default`: one per physical \
+             core by default) in parallel on its own runtime, one worker per CPU, and indexes the same \
+             way whatever thread count it is given. Its query latencies may therefore use every core of \
+             the machine while the other engines use one; in shape `merged` it has one shard. Where its \
+             exact counts differ from Lucene's is listed under *Do the engines agree?*."
+        )?;
+    }
     writeln!(
         md,
         "- **Cold start**: a fresh driver process opens the index and answers `{}` (top 10, with the stored \

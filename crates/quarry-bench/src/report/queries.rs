@@ -242,7 +242,7 @@ pub fn query_section(
             writeln!(md)?;
         }
         if shape == "default" {
-            agreement_section(md, &cells, &engines)?;
+            agreement_section(md, &cells, &class_of, &engines)?;
         }
     }
     Ok(())
@@ -288,13 +288,13 @@ pub fn segments_of(results: &Value, engine: &str, shape: &str) -> Option<String>
 /// One (mode, class) cell of the verdict table. Each peer is compared with quarry over the
 /// queries both ran; the cell shows the peer quarry compares worst with, separately for p50 and
 /// for the mean (each with quarry's figure over that peer's common queries).
-struct Verdict {
-    n: usize,
-    quarry_geo: f64,
-    peer_geo: (String, f64),
+pub(super) struct Verdict {
+    pub(super) n: usize,
+    pub(super) quarry_geo: f64,
+    pub(super) peer_geo: (String, f64),
     n_mean: usize,
-    quarry_mean: f64,
-    peer_mean: (String, f64),
+    pub(super) quarry_mean: f64,
+    pub(super) peer_mean: (String, f64),
     /// Per peer: queries of the class quarry ran that the peer did not (an error record).
     not_run: Vec<(String, usize)>,
 }
@@ -303,7 +303,7 @@ struct Verdict {
 /// peer geomean p50, quarry mean, peer mean).
 type PeerRow = (String, usize, f64, f64, f64, f64);
 
-fn verdicts(
+pub(super) fn verdicts(
     cells: &Cells,
     class_of: &HashMap<&str, &str>,
     engines: &[String],
@@ -431,6 +431,9 @@ fn verdict_section(
         writeln!(md, "|---|{}", "---:|".repeat(classes.len()))?;
         let (mut p50_ok, mut mean_ok) = (0, 0);
         for mode in MODES {
+            if !v.iter().any(|(m, _, _)| m == mode) {
+                continue;
+            }
             let mut row = format!("| {mode} |");
             for c in &classes {
                 match v.iter().find(|(m, vc, _)| m == mode && vc == c) {
@@ -490,11 +493,17 @@ fn verdict_section(
             )?;
         }
         writeln!(md)?;
+        super::scrutiny::section(md, cells, class_of, &engines, shape)?;
     }
     Ok(())
 }
 
-fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Result<()> {
+fn agreement_section(
+    md: &mut String,
+    cells: &Cells,
+    class_of: &HashMap<&str, &str>,
+    engines: &[String],
+) -> Result<()> {
     if engines.len() < 2 {
         return Ok(());
     }
@@ -553,6 +562,68 @@ fn agreement_section(md: &mut String, cells: &Cells, engines: &[String]) -> Resu
         }
         writeln!(md, "\n</details>\n")?;
     }
+    seekstorm_counts(md, cells, class_of, engines)
+}
+
+/// Where SeekStorm's exact counts differ from Lucene's, per class (it has its own tokenizer and
+/// query semantics; a reader should know what its `count` figures count).
+fn seekstorm_counts(
+    md: &mut String,
+    cells: &Cells,
+    class_of: &HashMap<&str, &str>,
+    engines: &[String],
+) -> Result<()> {
+    let (a, b) = ("seekstorm", "lucene");
+    if !engines.iter().any(|e| e == a) || !engines.iter().any(|e| e == b) {
+        return Ok(());
+    }
+    // class -> (queries compared, differing, examples)
+    let mut by_class: BTreeMap<usize, (String, usize, Vec<String>)> = BTreeMap::new();
+    for ((sh, m, q), by) in cells {
+        let (Some(x), Some(y)) = (by.get(a), by.get(b)) else {
+            continue;
+        };
+        if sh != "default" || m != "count" {
+            continue;
+        }
+        let class = class_of.get(q.as_str()).copied().unwrap_or("mixed");
+        let ci = CLASSES
+            .iter()
+            .position(|c| *c == class)
+            .unwrap_or(CLASSES.len());
+        let e = by_class
+            .entry(ci)
+            .or_insert_with(|| (class.to_string(), 0, Vec::new()));
+        e.1 += 1;
+        if x["hits"] != y["hits"] {
+            e.2.push(format!(
+                "`{}` {} vs {}",
+                q.replace('|', "\\|"),
+                s(&x["hits"]),
+                s(&y["hits"])
+            ));
+        }
+    }
+    if by_class.is_empty() {
+        return Ok(());
+    }
+    writeln!(md, "**SeekStorm's counts against Lucene's** (mode `count`, shape `default`): per class, the queries whose exact hit count differs, and the first three (SeekStorm vs Lucene).\n")?;
+    writeln!(md, "| class | queries | different count | examples |")?;
+    writeln!(md, "|---|---:|---:|---|")?;
+    for (class, n, diffs) in by_class.values() {
+        let ex: Vec<&str> = diffs.iter().take(3).map(String::as_str).collect();
+        writeln!(
+            md,
+            "| {class} | {n} | {} | {} |",
+            diffs.len(),
+            if ex.is_empty() {
+                "–".to_string()
+            } else {
+                ex.join("; ")
+            }
+        )?;
+    }
+    writeln!(md)?;
     Ok(())
 }
 
