@@ -240,7 +240,7 @@ pub use document::{Document, FieldValue};
 pub use error::{Error, Result};
 pub use index::{check_index, CheckReport, Index};
 pub use index_sort::{IndexSort, IndexSortField};
-pub use indexer::{CommitStats, IndexWriter, MergeInfo, MergePolicy, WriterOptions};
+pub use indexer::{BpOptions, CommitStats, IndexWriter, MergeInfo, MergePolicy, WriterOptions};
 pub use quarry_store::DirectoryKind;
 pub use query::ParseError;
 pub use reader::{IndexReader, ReloadPolicy};

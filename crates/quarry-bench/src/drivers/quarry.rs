@@ -6,7 +6,9 @@
 //! text, stored, with quarry's standard analyzer. Queries: `searcher.parse_query(q, &["body"])`
 //! (Lucene classic syntax, default OR). Modes map to `SearchMode::{Top, TopCount, Count}`.
 //! The read path for searching is `$QUARRY_DIRECTORY` (mmap, pread, direct, adaptive; default
-//! mmap), so the orchestrator's runs and the `io` study can pick it per process.
+//! mmap), so the orchestrator's runs and the `io` study can pick it per process. With
+//! `$QUARRY_REORDER=bp` the merged index shape is written by `optimize_reorder` (documents in
+//! recursive-graph-bisection order) instead of `force_merge(1)`.
 
 use std::path::Path;
 
@@ -119,6 +121,22 @@ impl SearchEngine for Quarry {
             ..Default::default()
         };
         let mut writer = IndexWriter::open(dir, opts)?;
+        // `QUARRY_REORDER=bp`: the merged shape's documents reordered by recursive graph
+        // bisection (`quarry optimize --reorder bp`), to measure it against the plain merge.
+        let bp = match std::env::var("QUARRY_REORDER").as_deref() {
+            Ok("bp") => true,
+            Ok("") | Ok("none") | Err(_) => false,
+            Ok(other) => anyhow::bail!("QUARRY_REORDER: {other:?} is neither none nor bp"),
+        };
+        if bp && max_segments == 1 {
+            let started = std::time::Instant::now();
+            writer.optimize_reorder(&quarry::BpOptions::default())?;
+            drop(writer);
+            return Ok(format!(
+                "IndexWriter::open + optimize_reorder(BpOptions::default()): one segment, documents reordered by BP ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ));
+        }
         let stats = writer.force_merge(max_segments as usize)?;
         drop(writer);
         Ok(format!(

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use fst::{IntoStreamer, Streamer};
 use quarry_store::Directory;
 
+use super::reorder::{self, BpOptions, Forward};
 use super::segment_writer::{SegmentFileWriter, StoredFile, STORED_SPILL_BYTES};
 use crate::codec::columns::ColumnsWriter;
 use crate::codec::format;
@@ -70,6 +71,31 @@ pub(crate) fn merge_with_maps(
     name: &str,
     sort: Option<&IndexSort>,
 ) -> Result<(SegmentMeta, Vec<DocMap>)> {
+    merge_ordered(dir, schema, segments, live, name, sort, None)
+}
+
+/// [`merge_segments`] of an index without an index sort, its documents in the order a BP pass
+/// over their terms chooses ([`super::reorder`]).
+pub(crate) fn merge_reordered(
+    dir: &dyn Directory,
+    schema: &Schema,
+    segments: &[Arc<SegmentReader>],
+    live: &[Option<Arc<LiveDocs>>],
+    name: &str,
+    bp: &BpOptions,
+) -> Result<SegmentMeta> {
+    merge_ordered(dir, schema, segments, live, name, None, Some(bp)).map(|(meta, _)| meta)
+}
+
+fn merge_ordered(
+    dir: &dyn Directory,
+    schema: &Schema,
+    segments: &[Arc<SegmentReader>],
+    live: &[Option<Arc<LiveDocs>>],
+    name: &str,
+    sort: Option<&IndexSort>,
+    bp: Option<&BpOptions>,
+) -> Result<(SegmentMeta, Vec<DocMap>)> {
     let live_of = |i: usize| live.get(i).and_then(|l| l.as_deref());
     // A merge copies its sources into a new segment with fresh checksums: verify every byte of
     // them first, so that damage is reported instead of being sealed into the new segment.
@@ -103,7 +129,10 @@ pub(crate) fn merge_with_maps(
     if let Some(sort) = sort {
         sort_maps(&mut maps, segments, sort, total)?;
     }
-    let permuted = sort.is_some();
+    if let Some(bp) = bp {
+        bp_maps(&mut maps, segments, schema, bp, total)?;
+    }
+    let permuted = sort.is_some() || bp.is_some();
     let mut w = SegmentFileWriter::new(schema, dir, name)?;
     w.set_index_sort(sort.cloned());
     let mut bufs = Bufs::default();
@@ -356,6 +385,94 @@ fn sort_maps(
     let mut place = vec![NONE; total as usize];
     for (new, e) in entries.iter().enumerate() {
         place[e.2 as usize] = new as u32;
+    }
+    for (s, map) in segments.iter().zip(maps.iter_mut()) {
+        let m = (0..s.doc_count())
+            .map(|d| match map.get(d) {
+                NONE => NONE,
+                at => place[at as usize],
+            })
+            .collect();
+        *map = DocMap::Map(m);
+    }
+    Ok(())
+}
+
+/// Orders the merged documents by a BP pass over the terms of `bp`'s fields: `maps` come in
+/// giving each live document its place in concatenation order, and leave giving its new one.
+fn bp_maps(
+    maps: &mut [DocMap],
+    segments: &[Arc<SegmentReader>],
+    schema: &Schema,
+    bp: &BpOptions,
+    total: u32,
+) -> Result<()> {
+    bp.check()?;
+    let fields: Vec<u32> = match &bp.fields {
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                schema
+                    .field_id(n)
+                    .filter(|&id| schema.field(id).has_positions())
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "BP field {n:?} is not a text field of the schema"
+                        ))
+                    })
+            })
+            .collect::<Result<_>>()?,
+        None => (0..schema.fields().len() as u32)
+            .filter(|&f| schema.field(f).has_positions())
+            .collect(),
+    };
+    let max_df = (bp.max_doc_freq_ratio * f64::from(total)).floor() as u64;
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut docs: Vec<u32> = Vec::new();
+    let mut terms = 0u32;
+    for f in fields {
+        let mut dicts = Vec::new();
+        for (i, s) in segments.iter().enumerate() {
+            if let Some(d) = s.terms(f)? {
+                dicts.push((i, d));
+            }
+        }
+        let mut op = fst::map::OpBuilder::new();
+        for (_, d) in &dicts {
+            op = op.add(d.map().stream());
+        }
+        let mut union = op.union().into_stream();
+        while let Some((_, values)) = union.next() {
+            docs.clear();
+            for v in values {
+                let si = dicts[v.index].0;
+                let seg = &segments[si];
+                let (info, bytes) = seg.term_info_at(f, v.value)?;
+                let mut c = seg.postings(f, &info, &bytes, false)?;
+                while c.doc() != TERMINATED {
+                    let d = maps[si].get(c.doc());
+                    if d != NONE {
+                        docs.push(d);
+                    }
+                    c.next();
+                }
+                if let Some(why) = c.is_corrupt() {
+                    return Err(Error::corrupt(format!("{}.post", seg.name()), why));
+                }
+            }
+            let df = docs.len() as u64;
+            if df >= u64::from(bp.min_doc_freq.max(2)) && df <= max_df {
+                pairs.extend(docs.iter().map(|&d| (d, terms)));
+                terms += 1;
+            }
+        }
+    }
+    let fwd = Forward::from_pairs(total as usize, terms as usize, &pairs);
+    drop(pairs);
+    let order = reorder::permutation(&fwd, bp);
+    let mut place = vec![NONE; total as usize];
+    for (new, &old) in order.iter().enumerate() {
+        place[old as usize] = new as u32;
     }
     for (s, map) in segments.iter().zip(maps.iter_mut()) {
         let m = (0..s.doc_count())

@@ -6,12 +6,14 @@ mod byte_arena;
 mod deletes;
 mod merge;
 mod policy;
+mod reorder;
 mod scheduler;
 mod segment_writer;
 mod term_table;
 
 pub use merge::merge_segments;
 pub use policy::{MergePolicy, SegmentSize};
+pub use reorder::BpOptions;
 pub use scheduler::MergeInfo;
 
 use std::collections::{HashMap, HashSet};
@@ -855,6 +857,12 @@ impl IndexWriter {
     /// Merges `picked` (indexes into the current segments, which are all committed) into one
     /// and commits.
     fn merge_and_publish(&mut self, picked: &[usize]) -> Result<()> {
+        self.merge_and_publish_with(picked, None)
+    }
+
+    /// [`merge_and_publish`](Self::merge_and_publish), the merged documents in BP order when
+    /// `bp` is given.
+    fn merge_and_publish_with(&mut self, picked: &[usize], bp: Option<&BpOptions>) -> Result<()> {
         let view = match &self.view {
             Some(v) => v.clone(),
             None => self.assemble()?,
@@ -862,15 +870,23 @@ impl IndexWriter {
         let readers: Vec<_> = picked.iter().map(|&i| view.segments()[i].clone()).collect();
         let live: Vec<_> = picked.iter().map(|&i| self.segs[i].live.clone()).collect();
         let name = self.shared.segment_name();
-        let result = failpoint::fail("merge-before-write").and_then(|()| {
-            merge_segments(
+        let result = failpoint::fail("merge-before-write").and_then(|()| match bp {
+            Some(bp) => merge::merge_reordered(
+                &*self.shared.dir,
+                &self.shared.schema,
+                &readers,
+                &live,
+                &name,
+                bp,
+            ),
+            None => merge_segments(
                 &*self.shared.dir,
                 &self.shared.schema,
                 &readers,
                 &live,
                 &name,
                 self.shared.index_sort.as_ref(),
-            )
+            ),
         });
         let meta = match result {
             Ok(m) => m,
@@ -944,6 +960,33 @@ impl IndexWriter {
             merges += 1;
         }
         Ok(self.stats(merges, start))
+    }
+
+    /// Commits, then merges every segment into one whose documents are in the order a
+    /// recursive graph bisection pass chooses ([`BpOptions`]; Lucene's `BPIndexReorderer`):
+    /// documents sharing terms get nearby ids, so postings get smaller and queries skip more.
+    /// Scores and counts are unchanged; documents of equal score may come in another order.
+    /// Refused for an index with an index sort, whose order it would break. Later merges of this
+    /// segment with new ones concatenate them (run it again after large changes).
+    pub fn optimize_reorder(&mut self, bp: &BpOptions) -> Result<CommitStats> {
+        bp.check()?;
+        if self.shared.index_sort.is_some() {
+            return Err(Error::InvalidArgument(
+                "this index has an index sort, which fixes its document order: it cannot be reordered".into(),
+            ));
+        }
+        let start = Instant::now();
+        self.install_merge(true)?;
+        if let Some(e) = self.merge_error.take() {
+            return Err(e);
+        }
+        self.commit_only()?;
+        if self.segs.is_empty() {
+            return Ok(self.stats(0, start));
+        }
+        let picked: Vec<usize> = (0..self.segs.len()).collect();
+        self.merge_and_publish_with(&picked, Some(bp))?;
+        Ok(self.stats(1, start))
     }
 
     /// Flushes, commits and stops the indexing threads; with background merges, also waits for
