@@ -1,5 +1,6 @@
-//! `quarry models`: register embedding models with an index directory and list them.
-use std::path::PathBuf;
+//! `quarry models`: register embedding models with an index directory (or a server's data
+//! directory) and list them.
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -13,24 +14,56 @@ pub enum ModelsCmd {
         name: String,
         /// The model directory (e.g. the one `scripts/fetch-model.sh` prints).
         path: PathBuf,
-        /// The index (or data) directory to register the model with.
-        #[arg(long)]
-        index: PathBuf,
+        #[command(flatten)]
+        place: Place,
     },
-    /// List the models registered with an index directory.
+    /// List the models registered with an index directory (or a data directory).
     List {
-        #[arg(long)]
-        index: PathBuf,
+        #[command(flatten)]
+        place: Place,
         #[arg(long)]
         json: bool,
     },
 }
 
+/// Where models are registered: one index, or the data directory of `quarry serve`/`quarry mcp`.
+#[derive(clap::Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct Place {
+    /// The index directory to register the model with.
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// The data directory of `quarry serve` / `quarry mcp`: the model goes to
+    /// DATA/_inference/models/NAME/, where `semantic_text` mappings (`inference_id`) and
+    /// `dense_vector` mappings with `embed` find it (an index created with it keeps its own
+    /// copy).
+    #[arg(long)]
+    data: Option<PathBuf>,
+}
+
+impl Place {
+    /// The directory the engine's registry functions take.
+    fn root(&self) -> PathBuf {
+        match (&self.index, &self.data) {
+            (Some(i), _) => i.clone(),
+            (None, Some(d)) => quarry_server::inference::registry(d),
+            (None, None) => unreachable!("clap requires --index or --data"),
+        }
+    }
+    fn shown(&self) -> &Path {
+        self.index
+            .as_deref()
+            .or(self.data.as_deref())
+            .expect("clap requires --index or --data")
+    }
+}
+
 pub fn run(cmd: &ModelsCmd) -> Result<()> {
     match cmd {
-        ModelsCmd::Add { name, path, index } => {
+        ModelsCmd::Add { name, path, place } => {
             let start = std::time::Instant::now();
-            let m = quarry::embed::add_model(index, name, path)
+            let index = place.shown();
+            let m = quarry::embed::add_model(&place.root(), name, path)
                 .with_context(|| format!("adding model {name:?} from {}", path.display()))?;
             let bytes: u64 = m.files.iter().map(|f| f.bytes).sum();
             println!(
@@ -43,9 +76,12 @@ pub fn run(cmd: &ModelsCmd) -> Result<()> {
                 start.elapsed().as_secs_f64()
             );
         }
-        ModelsCmd::List { index, json } => {
-            crate::require_index_dir(index)?;
-            let models = quarry::embed::list_models(index)?;
+        ModelsCmd::List { place, json } => {
+            let index = place.shown();
+            if place.data.is_none() {
+                crate::require_index_dir(index)?;
+            }
+            let models = quarry::embed::list_models(&place.root())?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&models)?);
             } else if models.is_empty() {

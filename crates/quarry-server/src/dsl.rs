@@ -163,6 +163,9 @@ impl Translator<'_> {
             "constant_score" => self.constant_score(body, depth),
             "dis_max" => self.dis_max(body, depth),
             "boosting" => self.boosting(body, depth),
+            "semantic" => Err(parsing(
+                "[semantic] is supported as the whole [query] of a search or of a [standard] retriever, not inside another query",
+            )),
             other => Err(parsing(format!("unknown query [{other}]"))),
         }
     }

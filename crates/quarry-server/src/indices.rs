@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::aliases::{Aliases, ALIASES_FILE};
 use crate::engine::{IndexHandle, IndexSettings};
 use crate::error::ApiError;
-use crate::mapping::{check_index_name, schema_from_mappings};
+use crate::mapping::{check_index_name, schema_from_mappings_with};
 use crate::metrics::Metrics;
 
 /// The open indexes, by name; each lives in `DIR/<name>/`.
@@ -37,7 +37,7 @@ impl Indices {
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
-            if name == ALIASES_FILE {
+            if name == ALIASES_FILE || name == crate::inference::REGISTRY_DIR {
                 continue;
             }
             if check_index_name(&name).is_err() || !entry.path().join("index").is_dir() {
@@ -91,6 +91,11 @@ impl Indices {
         &self.aliases
     }
 
+    /// The data directory.
+    pub fn data(&self) -> &Path {
+        &self.data
+    }
+
     /// All open indexes.
     pub fn all(&self) -> Vec<Arc<IndexHandle>> {
         self.map
@@ -122,7 +127,10 @@ impl Indices {
         {
             return Err(ApiError::unsupported("[aliases]"));
         }
-        let schema = schema_from_mappings(body.get("mappings"))?;
+        let data = self.data.clone();
+        let schema = schema_from_mappings_with(body.get("mappings"), &|id| {
+            crate::inference::dims(&data, id)
+        })?;
         let (settings, index_sort) = parse_settings(body.get("settings"))?;
         if let Some(sort) = &index_sort {
             sort.validate(&schema).map_err(|e| match e {
@@ -153,6 +161,12 @@ impl Indices {
         if dir.exists() {
             // Left over from an interrupted create or delete: nothing was acknowledged in it.
             std::fs::remove_dir_all(&dir).map_err(|e| ApiError::internal(e.to_string()))?;
+        }
+        // The index's own copy of its models, before anything can be written to it.
+        let engine_dir = dir.join("index");
+        if let Err(e) = crate::inference::install(&self.data, &engine_dir, &schema) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e.in_index(name));
         }
         let handle = Arc::new(IndexHandle::create(
             name,

@@ -34,6 +34,7 @@ pub mod engine;
 pub mod error;
 pub mod highlight;
 pub mod indices;
+pub mod inference;
 pub mod knn;
 pub mod mapping;
 pub mod mcp;
@@ -43,6 +44,7 @@ pub mod resolve;
 pub mod retriever;
 pub mod routes;
 pub mod search;
+pub mod semantic;
 pub mod translog;
 
 pub use error::ApiError;

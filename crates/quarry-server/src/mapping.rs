@@ -43,6 +43,32 @@ pub fn check_index_name(name: &str) -> Result<(), ApiError> {
 /// (with `format`) and `dense_vector` ([`crate::dense_vector`]); `doc_values` turns a field's
 /// column off. Anything else is refused with a 400 naming it.
 pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError> {
+    schema_from_mappings_with(mappings, &|id| {
+        Err(ApiError::illegal(format!(
+            "inference id [{id}]: no embedding models are available here"
+        )))
+    })
+}
+
+/// The prefix of the hidden vector field that holds a `semantic_text` field's embeddings:
+/// `semantic_text` field `F` is the text field `F` plus the vector field `_inference.F`
+/// embedded from it. A document never names it (its `_source` holds only the text).
+pub const SEMANTIC_PREFIX: &str = "_inference.";
+
+/// The hidden vector field of `semantic_text` field `name`.
+pub fn semantic_vector_field(name: &str) -> String {
+    format!("{SEMANTIC_PREFIX}{name}")
+}
+
+/// [`schema_from_mappings`], where the mappings may use embedding models: `model_dims` gives
+/// the vector length of a model id (or the 4xx of an unknown or damaged one). Adds
+/// `semantic_text` (`inference_id`) and `dense_vector`'s `embed` (`{"from": FIELD, "model":
+/// ID}`, quarry's own option; the vectors are computed from `from`'s text, and are not part of
+/// `_source`).
+pub fn schema_from_mappings_with(
+    mappings: Option<&Value>,
+    model_dims: &dyn Fn(&str) -> Result<usize, ApiError>,
+) -> Result<Schema, ApiError> {
     // `_id` keeps no column, as in Elasticsearch (its doc values are off).
     let mut id = FieldEntry::new(ID_FIELD, FieldType::Keyword);
     id.doc_values = false;
@@ -105,7 +131,11 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
             None => return Err(mapper(format!("no [type] given for field [{name}]"))),
         };
         if ty == "dense_vector" {
-            fields.push(crate::dense_vector::field_of(name, def)?);
+            fields.push(embedded_vector(name, def, model_dims)?);
+            continue;
+        }
+        if ty == "semantic_text" {
+            fields.extend(semantic_text(name, def, model_dims)?);
             continue;
         }
         let field_type = match ty {
@@ -183,6 +213,101 @@ pub fn schema_from_mappings(mappings: Option<&Value>) -> Result<Schema, ApiError
     Schema::new(fields).map_err(|e| mapper(e.to_string()))
 }
 
+/// A `dense_vector` mapping, with quarry's `embed` option when it has one.
+fn embedded_vector(
+    name: &str,
+    def: &Map<String, Value>,
+    model_dims: &dyn Fn(&str) -> Result<usize, ApiError>,
+) -> Result<FieldEntry, ApiError> {
+    let mut def = def.clone();
+    let embed = def.remove("embed");
+    let mut f = crate::dense_vector::field_of(name, &def)?;
+    let Some(embed) = embed else {
+        return Ok(f);
+    };
+    let bad = || {
+        mapper(format!(
+            "field [{name}]: [embed] must be {{\"from\": TEXT_FIELD, \"model\": INFERENCE_ID}}, found {embed}"
+        ))
+    };
+    let o = embed.as_object().ok_or_else(bad)?;
+    if o.len() != 2 {
+        return Err(bad());
+    }
+    let (Some(Value::String(from)), Some(Value::String(model))) = (o.get("from"), o.get("model"))
+    else {
+        return Err(bad());
+    };
+    let dims = model_dims(model)?;
+    if Some(dims as u32) != f.dims {
+        return Err(mapper(format!(
+            "field [{name}]: [dims] is {} but model [{model}] makes vectors of {dims}",
+            f.dims.unwrap_or(0)
+        )));
+    }
+    f.embed = Some(embed_options(from, model));
+    f.stored = false;
+    Ok(f)
+}
+
+/// The library's `embed` option (built through serde so that options added later keep their
+/// defaults).
+fn embed_options(from: &str, model: &str) -> quarry::schema::EmbedOptions {
+    serde_json::from_value(json!({"from": from, "model": model}))
+        .expect("from and model make an embed option")
+}
+
+/// A `semantic_text` mapping: the text field itself and its hidden embedded vector field.
+fn semantic_text(
+    name: &str,
+    def: &Map<String, Value>,
+    model_dims: &dyn Fn(&str) -> Result<usize, ApiError>,
+) -> Result<[FieldEntry; 2], ApiError> {
+    if let Some(k) = def
+        .keys()
+        .find(|k| !matches!(k.as_str(), "type" | "inference_id" | "search_inference_id"))
+    {
+        return Err(mapper(format!(
+            "field [{name}]: unknown parameter [{k}] for [semantic_text] (supported: inference_id)"
+        )));
+    }
+    let id = match def.get("inference_id") {
+        Some(Value::String(id)) => id.as_str(),
+        Some(v) => {
+            return Err(mapper(format!(
+                "field [{name}]: [inference_id] must be a string, found {v}"
+            )))
+        }
+        None => {
+            return Err(mapper(format!(
+                "field [{name}]: [semantic_text] needs an [inference_id] (quarry has no default model; see GET _inference)"
+            )))
+        }
+    };
+    if let Some(s) = def.get("search_inference_id") {
+        if s != id {
+            return Err(mapper(format!(
+                "field [{name}]: [search_inference_id] {s} differs from [inference_id] [{id}]; quarry embeds queries with the field's own model"
+            )));
+        }
+    }
+    if name.starts_with(SEMANTIC_PREFIX) {
+        return Err(mapper(format!(
+            "field [{name}]: names starting with [{SEMANTIC_PREFIX}] are reserved"
+        )));
+    }
+    let dims = model_dims(id)?;
+    let text = FieldEntry::new(name, FieldType::Text);
+    let mut v = FieldEntry::vector(
+        &semantic_vector_field(name),
+        dims as u32,
+        quarry::schema::Similarity::Cosine,
+    );
+    v.embed = Some(embed_options(name, id));
+    v.stored = false;
+    Ok([text, v])
+}
+
 fn mapper(reason: impl Into<String>) -> ApiError {
     ApiError::new(
         axum::http::StatusCode::BAD_REQUEST,
@@ -208,8 +333,25 @@ pub fn type_name(ft: FieldType) -> &'static str {
 pub fn mappings_of(schema: &Schema) -> Value {
     let mut props = Map::new();
     let hidden = |n: &str| n == ID_FIELD || crate::engine::versions::META_FIELDS.contains(&n);
+    let semantic = |f: &FieldEntry| {
+        let v = schema.field_by_name(&semantic_vector_field(&f.name))?;
+        v.embed.as_ref().filter(|e| e.from == f.name)
+    };
     for f in schema.fields().iter().filter(|f| !hidden(&f.name)) {
-        if let Some(def) = crate::dense_vector::mapping_of(f) {
+        if f.name.starts_with(SEMANTIC_PREFIX) {
+            continue;
+        }
+        if let Some(e) = semantic(f) {
+            props.insert(
+                f.name.clone(),
+                json!({"type": "semantic_text", "inference_id": e.model}),
+            );
+            continue;
+        }
+        if let Some(mut def) = crate::dense_vector::mapping_of(f) {
+            if let Some(e) = &f.embed {
+                def["embed"] = json!({"from": e.from, "model": e.model});
+            }
             props.insert(f.name.clone(), def);
             continue;
         }

@@ -38,6 +38,7 @@ pub fn run(
     if handles.is_empty() {
         return Ok(empty(count_only, start));
     }
+    let body = &*crate::semantic::rewrite(body, handles)?;
     let searchers: Vec<Arc<Searcher>> = handles.iter().map(|h| h.searcher()).collect();
     if count_only {
         let mut n = 0u64;

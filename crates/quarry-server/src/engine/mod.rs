@@ -205,6 +205,13 @@ impl IndexHandle {
         self.primary_term
     }
 
+    /// The query vector of `text` for the embedded vector field `field`, by the field's model
+    /// (the index's own copy, see [`crate::inference`]).
+    pub fn embed_query(&self, field: &str, text: &str) -> Result<Vec<f32>, ApiError> {
+        crate::inference::embed_query(&self.dir.join("index"), &self.schema, field, text)
+            .map_err(|e| e.in_index(&self.name))
+    }
+
     /// The searcher of the latest refresh.
     pub fn searcher(&self) -> Arc<Searcher> {
         Arc::new(self.reader.searcher())

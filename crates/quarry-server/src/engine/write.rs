@@ -78,19 +78,100 @@ impl IndexHandle {
     /// [`write`](Self::write), also returning the refresh generation read under the writer
     /// lock after the writes (for `refresh=wait_for`).
     pub fn write_gen(&self, ops: Vec<WriteOp>) -> (Vec<Result<WriteOutcome, ApiError>>, u64, u64) {
+        let mut ops = ops;
         let mut st = self.state.lock().expect("writer lock");
+        let embedded = self.embed_ops(&st, &mut ops);
         let mut results = Vec::with_capacity(ops.len());
         let mut last = 0;
-        for op in ops {
-            let r = self.write_one(&mut st, op).map(|(o, seq)| {
-                last = last.max(seq);
-                o
-            });
+        for (op, embedded) in ops.into_iter().zip(embedded) {
+            let r = embedded
+                .and_then(|()| self.write_one(&mut st, op))
+                .map(|(o, seq)| {
+                    last = last.max(seq);
+                    o
+                });
             results.push(r.map_err(|e| e.in_index(&self.name)));
         }
         let generation = self.refresh_generation();
         drop(st);
         (results, last, generation)
+    }
+
+    /// Computes, in one batch, the embedded vector fields ([`crate::inference`]) of the
+    /// `index` ops' sources, into the sources themselves: the translog record then holds the
+    /// vectors, so a write is embedded once, before it is logged and acknowledged, and a
+    /// replay never runs the model. Returns per op `Ok` or the model's error (every `index` op
+    /// of the batch fails when the model does; nothing of them is logged).
+    fn embed_ops(&self, st: &WriteState, ops: &mut [WriteOp]) -> Vec<Result<(), ApiError>> {
+        let mut out = vec![Ok(()); ops.len()];
+        let mut at = Vec::new();
+        let mut sources = Vec::new();
+        for (i, op) in ops.iter_mut().enumerate() {
+            if let WriteOp::Index { source, .. } = op {
+                if let Err(e) = no_hidden_vectors(source) {
+                    out[i] = Err(e);
+                    continue;
+                }
+                at.push(i);
+                sources.push(source);
+            }
+        }
+        if let Err(e) = self.embed_sources(st, &mut sources) {
+            for i in at {
+                out[i] = Err(e.clone());
+            }
+        }
+        out
+    }
+
+    /// Adds to each source the vectors of the embedded fields it does not give, computed by
+    /// the writer's models in one batch per field. A source that is not a valid document is
+    /// left alone (the write's own checks name its problem).
+    fn embed_sources(
+        &self,
+        st: &WriteState,
+        sources: &mut [&mut Map<String, Value>],
+    ) -> Result<(), ApiError> {
+        let fields: Vec<(u32, &quarry::FieldEntry)> = (0..self.schema.fields().len() as u32)
+            .map(|i| (i, self.schema.field(i)))
+            .filter(|(_, f)| f.embed.is_some())
+            .collect();
+        if fields.is_empty() || sources.is_empty() {
+            return Ok(());
+        }
+        let mut which = Vec::new();
+        let mut docs = Vec::new();
+        for (i, src) in sources.iter().enumerate() {
+            if fields.iter().all(|(_, f)| src.contains_key(&f.name)) {
+                continue;
+            }
+            if let Ok(d) = quarry::Document::from_map(&self.schema, src) {
+                which.push(i);
+                docs.push(d);
+            }
+        }
+        if docs.is_empty() {
+            return Ok(());
+        }
+        st.writer.embed_documents(&mut docs).map_err(|e| {
+            let model = fields[0].1.embed.as_ref().map_or("", |e| e.model.as_str());
+            crate::inference::model_error(model, e)
+        })?;
+        for (i, doc) in which.into_iter().zip(docs) {
+            for (id, f) in &fields {
+                if sources[i].contains_key(&f.name) {
+                    continue;
+                }
+                let v = doc.values().iter().find_map(|(fid, v)| match v {
+                    quarry::FieldValue::Vector(v) if fid == id => Some(v),
+                    _ => None,
+                });
+                if let Some(v) = v {
+                    sources[i].insert(f.name.clone(), serde_json::json!(v));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn write_one(&self, st: &mut WriteState, op: WriteOp) -> Result<(WriteOutcome, u64), ApiError> {
@@ -188,6 +269,7 @@ impl IndexHandle {
             ));
         };
         cond.check(&id, Some(cur), Some(cur))?;
+        no_hidden_vectors(&doc)?;
         let mut src = old.clone();
         for (k, v) in doc {
             src.insert(k, v);
@@ -203,6 +285,7 @@ impl IndexHandle {
             return Ok((o, 0));
         }
         let mut src = self.checked_source(&id, src)?;
+        self.embed_sources(st, &mut [&mut src])?;
         let (seq, meta) = self.next_meta(cur.version + 1);
         self.store_meta(&meta, &mut src);
         self.log_and_apply(st, Record::Index(src))?;
@@ -281,6 +364,23 @@ impl IndexHandle {
             other => ApiError::from(other),
         })?;
         Ok(source)
+    }
+}
+
+/// Refuses a source that names the hidden vector field of a `semantic_text` field: those
+/// vectors are always the field's model's.
+fn no_hidden_vectors(src: &Map<String, Value>) -> Result<(), ApiError> {
+    let hidden = crate::mapping::SEMANTIC_PREFIX.trim_end_matches('.');
+    match src
+        .keys()
+        .find(|k| *k == hidden || k.starts_with(crate::mapping::SEMANTIC_PREFIX))
+    {
+        Some(k) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "document_parsing_exception",
+            format!("Field [{k}] holds the embeddings of semantic_text fields and cannot be given in a document"),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::answer::{document_answer, search_answer};
 use super::args::{
     CountArgs, CreateIndexArgs, DeleteDocsArgs, GetArgs, HybridArgs, IndexArg, IndexDocsArgs,
-    SearchArgs, SemanticArgs, MAX_WRITE_BATCH,
+    Embed, SearchArgs, SemanticArgs, MAX_WRITE_BATCH,
 };
 use super::{Backend, Limits};
 use crate::engine::{Condition, IndexHandle, WriteOp};
@@ -48,15 +48,24 @@ fn answer(v: Value) -> ToolResult {
     Ok(CallToolResult::structured(v))
 }
 
-/// The text-to-vector step of `semantic_search` and `hybrid_search`. The server's mappings
-/// cannot declare an embedding model yet (`dense_vector` has no `embed` option and there is no
-/// `semantic_text`), so no index served here has a field `Index::embed_query` could embed for:
-/// a question is refused with the way out. When the mappings gain it, this calls
-/// `embed_query` on the named index.
-fn embed(field: &str, _question: &str) -> Result<Vec<f32>, String> {
-    Err(format!(
-        "field {field} has no embedding model; pass `vector`"
-    ))
+/// The text-to-vector step of `semantic_search` and `hybrid_search`: the question embedded by
+/// the model of the field (a `semantic_text` field's hidden vector field, or a `dense_vector`
+/// mapped with `embed`), as the HTTP API's `query_vector_builder` does. A field without a
+/// model, an unknown index, a missing or damaged model: a tool error naming it.
+fn embed_question(
+    h: &Result<Arc<IndexHandle>, ApiError>,
+    field: &str,
+    question: &str,
+) -> Result<Vec<f32>, String> {
+    let text = |e: &ApiError| format!("{}: {}", e.kind, e.reason);
+    let h = h.as_ref().map_err(text)?;
+    let hidden = crate::mapping::semantic_vector_field(field);
+    let f = match h.schema().field_by_name(&hidden) {
+        Some(_) => hidden.as_str(),
+        None => field,
+    };
+    h.embed_query(f, question)
+        .map_err(|e| format!("{}; or pass `vector`", text(&e)))
 }
 
 /// The MCP server: the indexes, the caps, and the tool table.
@@ -142,6 +151,26 @@ impl QuarryMcp {
         match tokio::task::spawn_blocking(f).await {
             Ok(r) => r,
             Err(e) => fail(format!("internal error: {e}")),
+        }
+    }
+
+    /// Builds a search body with `build`, whose question (if any) is embedded by `index`'s
+    /// model, on the blocking pool (embedding runs the model).
+    async fn embedded_body<F>(&self, index: &str, build: F) -> Result<Value, ToolResult>
+    where
+        F: FnOnce(&Limits, &Embed) -> Result<Value, String> + Send + 'static,
+    {
+        let h = self.handle(index);
+        let limits = self.limits;
+        let r = tokio::task::spawn_blocking(move || {
+            let embed = move |field: &str, q: &str| embed_question(&h, field, q);
+            build(&limits, &embed)
+        })
+        .await;
+        match r {
+            Ok(Ok(body)) => Ok(body),
+            Ok(Err(e)) => Err(fail(e)),
+            Err(e) => Err(fail(format!("internal error: {e}"))),
         }
     }
 
@@ -324,12 +353,16 @@ impl QuarryMcp {
     }
 
     #[tool(
-        description = "Semantic search: the `k` documents whose vector in `field` (a dense_vector field) is nearest to the query vector, best first, with their similarity score. Give the query as `question` (text, embedded by the field's embedding model) or as `vector` (numbers, as many as the field's dims). `filter` (Lucene string or query DSL object) restricts the candidates. Same hit shape and caps as search: `k` at most {max_size}, strings cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
+        description = "Semantic search: the `k` documents whose vector in `field` (a dense_vector field) is nearest to the query vector, best first, with their similarity score; `field` is a dense_vector or semantic_text field. Give the query as `question` (text, embedded by the field's embedding model: semantic_text fields and dense_vector fields mapped with `embed` have one) or as `vector` (numbers, as many as the field's dims). `filter` (Lucene string or query DSL object) restricts the candidates. Same hit shape and caps as search: `k` at most {max_size}, strings cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
     )]
     async fn semantic_search(&self, Parameters(a): Parameters<SemanticArgs>) -> ToolResult {
-        match a.to_body(&self.limits, &embed) {
-            Ok(body) => self.run_search(a.index, body, false).await,
-            Err(e) => fail(e),
+        let index = a.index.clone();
+        match self
+            .embedded_body(&index, move |limits, embed| a.to_body(limits, embed))
+            .await
+        {
+            Ok(body) => self.run_search(index, body, false).await,
+            Err(e) => e,
         }
     }
 
@@ -337,9 +370,13 @@ impl QuarryMcp {
         description = "Hybrid search: BM25 over the text fields and kNN over the vector `field`, fused by reciprocal rank fusion (a hit scores the sum of 1 / (rank_constant + rank) over the two rankings; rank_constant 60, each ranking cut to rank_window_size = max(size, 10)). The BM25 side is the words of `question` (or a Lucene query in `query`); the kNN side is the embedding of `question` (or `vector`). `filter` applies to both. Same hit shape and caps as search: `size` at most {max_size}, strings cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
     )]
     async fn hybrid_search(&self, Parameters(a): Parameters<HybridArgs>) -> ToolResult {
-        match a.to_body(&self.limits, &embed) {
-            Ok(body) => self.run_search(a.index, body, false).await,
-            Err(e) => fail(e),
+        let index = a.index.clone();
+        match self
+            .embedded_body(&index, move |limits, embed| a.to_body(limits, embed))
+            .await
+        {
+            Ok(body) => self.run_search(index, body, false).await,
+            Err(e) => e,
         }
     }
 

@@ -475,6 +475,43 @@ pub async fn delete_index(
     ok(json!({"acknowledged": true}))
 }
 
+/// `GET /_inference`, `GET /_inference/{id}` and `GET /_inference/{task_type}/{id}`: the
+/// embedding models registered with the data directory, as Elasticsearch lists inference
+/// endpoints (`{"endpoints": [...]}`; task type `text_embedding`). Read-only: models are
+/// registered with `quarry models add NAME PATH --data DIR`, never through HTTP.
+pub async fn get_inference(
+    State(state): State<AppState>,
+    path: Option<Path<String>>,
+) -> ApiResult {
+    let rest = path.map(|Path(p)| p).unwrap_or_default();
+    let parts: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let (task, id) = match parts.as_slice() {
+        [] => (None, None),
+        [one] if one == "text_embedding" || one == "_all" => (Some(one.as_str()), None),
+        [one] => (None, Some(one.as_str())),
+        [t, id] => (Some(t.as_str()), Some(id.as_str())),
+        _ => return Err(ApiError::illegal("GET _inference takes at most a task type and an id")),
+    };
+    let data = state.indices.data().to_path_buf();
+    let mut endpoints = blocking(&state, move || crate::inference::list(&data)).await?;
+    if let Some(t) = task.filter(|t| *t != "_all" && *t != "text_embedding") {
+        return Err(ApiError::illegal(format!(
+            "task type [{t}] is not supported (quarry's models are text_embedding)"
+        )));
+    }
+    if let Some(id) = id.filter(|id| *id != "_all") {
+        endpoints.retain(|e| e["inference_id"] == id);
+        if endpoints.is_empty() {
+            return Err(crate::inference::unknown_model(id));
+        }
+    }
+    ok(json!({"endpoints": endpoints}))
+}
+
 pub async fn get_mapping(
     State(state): State<AppState>,
     Path(index): Path<String>,

@@ -52,6 +52,8 @@ pub fn routes() -> Router<AppState> {
         .route("/_mget", get(mget_all).post(mget_all))
         .route("/_msearch", get(msearch_all).post(msearch_all))
         .route("/_search", get(search_all).post(search_all))
+        .route("/_inference", get(get_inference))
+        .route("/_inference/{*rest}", get(get_inference))
         .route("/_count", get(count_all).post(count_all))
         .route("/_aliases", post(update_aliases))
         .route("/_alias", get(get_all_aliases))
