@@ -250,7 +250,79 @@ def test_semantic_and_hybrid_search_rank_as_the_library(data):
     assert len(filtered["hits"]) == 5
     for h in filtered["hits"]:
         assert "crude" in h["fields"]["topics"]
-    assert no_model == "field v has no embedding model; pass `vector`"
+    assert "field [v] has no embedding model" in no_model and "pass `vector`" in no_model
+
+
+NOTES_DOCS = 100
+QUESTIONS = ["which countries export wheat?", "oil prices fell", "central bank interest rates"]
+
+
+def model_dir():
+    """The embedding model (QUARRY_TEST_MODEL_DIR, set by scripts/test.sh): skipped without it,
+    except under CI where that fails."""
+    d = os.environ.get("QUARRY_TEST_MODEL_DIR")
+    if d:
+        return d
+    if os.environ.get("CI"):
+        pytest.fail("QUARRY_TEST_MODEL_DIR is not set under CI; scripts/test.sh sets it (scripts/fetch-model.sh)")
+    pytest.skip("set QUARRY_TEST_MODEL_DIR to the directory `bash scripts/fetch-model.sh` prints")
+
+
+@pytest.fixture(scope="module")
+def notes(data):
+    """A second index of `data`, `notes`: Reuters bodies in a semantic_text field embedded by
+    the model registered with the data directory (`quarry models add minilm PATH --data`)."""
+    subprocess.run([QUARRY, "models", "add", "minilm", model_dir(), "--data", data], check=True,
+                   capture_output=True)
+
+    async def build():
+        async with stdio(data, "--allow-writes") as client:
+            await call(client, "create_index", index="notes", mappings={"properties": {
+                "title": {"type": "text"},
+                "body": {"type": "semantic_text", "inference_id": "minilm"}}})
+            docs = [d for d in reuters(2 * NOTES_DOCS) if d.get("body")][:NOTES_DOCS]
+            batch = [{"id": str(d["id"]), "source": {"title": d.get("title", ""), "body": d["body"]}}
+                     for d in docs]
+            a = await call(client, "index_documents", index="notes", documents=batch)
+            assert a["acknowledged"] and a["durable"] and a["searchable"], a
+            assert a["counts"] == {"created": NOTES_DOCS}, a
+    run(build())
+    return data
+
+
+def notes_library(data, *args):
+    out = subprocess.run(
+        [QUARRY, "search", "--index", os.path.join(data, "notes", "index"), "--json", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return json.loads(out)["top"]
+
+
+def test_questions_are_embedded_by_the_field_s_model(notes):
+    """`semantic_search` and `hybrid_search` with a text question on a semantic_text field
+    answer as `quarry search --semantic` on the same index (same ids, scores within 1e-5)."""
+    async def go():
+        async with stdio(notes) as client:
+            out = []
+            for q in QUESTIONS:
+                sem = await call(client, "semantic_search", index="notes", field="body",
+                                 question=q, k=5, num_candidates=100, fields=["title"])
+                hyb = await call(client, "hybrid_search", index="notes", field="body",
+                                 question=q, query="wheat exports", default_fields=["body"],
+                                 num_candidates=100, size=10, fields=[])
+                out.append((q, sem, hyb))
+            no_model = await call_error(client, "semantic_search", index="notes", field="title",
+                                        question="wheat")
+            return out, no_model
+    out, no_model = run(go())
+    for q, sem, hyb in out:
+        assert sem["hits"], q
+        same_ranking(sem["hits"], notes_library(notes, "--semantic", "_inference.body", q, "-k", "5",
+                                                "--num-candidates", "100"))
+        same_ranking(hyb["hits"], notes_library(notes, "--semantic", "_inference.body", q, "-k", "10",
+                                                "--num-candidates", "100", "--default-field", "body",
+                                                "--hybrid", "wheat exports"))
+    assert "field [title] has no embedding model" in no_model and "pass `vector`" in no_model
 
 
 def test_bad_input_is_a_tool_error_naming_it_and_the_session_goes_on(data):
@@ -369,7 +441,7 @@ def test_http_needs_keys_off_loopback_and_checks_them(data, tmp_path):
 TRANSCRIPT_DOC = os.path.join(ROOT, "docs", "mcp-transcript.jsonl")
 
 
-def test_session_transcript(data, tmp_path):
+def test_session_transcript(data, notes, tmp_path):
     """A short session recorded off the pipes; docs/mcp-transcript.jsonl is one such session
     (QUARRY_MCP_WRITE_TRANSCRIPT=1 rewrites it), and its requests must be this test's."""
     log = tmp_path / "transcript.jsonl"
@@ -386,6 +458,8 @@ def test_session_transcript(data, tmp_path):
             await call(client, "count", index="reuters", query_dsl={"term": {"topics": "cocoa"}})
             await call(client, "semantic_search", index="reuters", field="v", vector=vector(7),
                        k=2, fields=["title"])
+            await call(client, "semantic_search", index="notes", field="body",
+                       question="which countries export wheat?", k=2, fields=["title"])
             await call_error(client, "search", index="../../etc", query="passwd")
     run(go())
     lines = [json.loads(l) for l in log.read_text().splitlines()]
@@ -394,7 +468,7 @@ def test_session_transcript(data, tmp_path):
         assert l["message"].get("jsonrpc") == "2.0", l
     calls = [l["message"] for l in lines if l["from"] == "client"
              and l["message"].get("method") == "tools/call"]
-    assert len(calls) == 6
+    assert len(calls) == 7
     if os.environ.get("QUARRY_MCP_WRITE_TRANSCRIPT") == "1":
         shutil.copy(log, TRANSCRIPT_DOC)
 

@@ -184,9 +184,9 @@ pub fn embed_query(
 
 /// The model name and dims of vector field `field`; a 400 naming the field when it has none.
 pub fn field_model(schema: &Schema, field: &str) -> Result<(String, usize), ApiError> {
-    let f = schema
-        .field_by_name(field)
-        .ok_or_else(|| ApiError::illegal(format!("field [{field}] does not exist in the mapping")))?;
+    let f = schema.field_by_name(field).ok_or_else(|| {
+        ApiError::illegal(format!("field [{field}] does not exist in the mapping"))
+    })?;
     match &f.embed {
         Some(e) => Ok((e.model.clone(), f.dims.unwrap_or(0) as usize)),
         None => Err(ApiError::illegal(format!(

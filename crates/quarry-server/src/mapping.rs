@@ -115,6 +115,11 @@ pub fn schema_from_mappings_with(
                 "field [{name}] is a metadata field and cannot be mapped"
             )));
         }
+        if name.starts_with(SEMANTIC_PREFIX) || name == SEMANTIC_PREFIX.trim_end_matches('.') {
+            return Err(mapper(format!(
+                "field [{name}]: names starting with [{SEMANTIC_PREFIX}] hold the embeddings of semantic_text fields and cannot be mapped"
+            )));
+        }
         let Value::Object(def) = def else {
             return Err(mapper(format!(
                 "mapping of field [{name}] must be an object"
@@ -291,11 +296,6 @@ fn semantic_text(
             )));
         }
     }
-    if name.starts_with(SEMANTIC_PREFIX) {
-        return Err(mapper(format!(
-            "field [{name}]: names starting with [{SEMANTIC_PREFIX}] are reserved"
-        )));
-    }
     let dims = model_dims(id)?;
     let text = FieldEntry::new(name, FieldType::Text);
     let mut v = FieldEntry::vector(
@@ -398,6 +398,73 @@ mod tests {
         let back = mappings_of(&s);
         assert_eq!(back["properties"]["title"]["type"], "text");
         assert_eq!(back["properties"]["year"]["type"], "long");
+    }
+
+    #[test]
+    fn semantic_text_and_embedded_vectors_map_and_show_back() {
+        let dims = |id: &str| match id {
+            "minilm" => Ok(384),
+            other => Err(crate::inference::unknown_model(other)),
+        };
+        let m = json!({"properties": {
+            "body": {"type": "semantic_text", "inference_id": "minilm"},
+            "title": {"type": "text"},
+            "tv": {"type": "dense_vector", "dims": 384, "embed": {"from": "title", "model": "minilm"}}}});
+        let s = schema_from_mappings_with(Some(&m), &dims).unwrap();
+        let hidden = s.field_by_name("_inference.body").unwrap();
+        assert_eq!(hidden.dims, Some(384));
+        assert!(!hidden.stored);
+        assert_eq!(hidden.embed.as_ref().unwrap().from, "body");
+        assert_eq!(s.field_by_name("body").unwrap().field_type, FieldType::Text);
+        assert!(!s.field_by_name("tv").unwrap().stored);
+        let back = mappings_of(&s);
+        assert_eq!(
+            back["properties"]["body"],
+            json!({"type": "semantic_text", "inference_id": "minilm"})
+        );
+        assert_eq!(
+            back["properties"]["tv"]["embed"],
+            json!({"from": "title", "model": "minilm"})
+        );
+        assert!(back["properties"].get("_inference.body").is_none());
+        // Created again from what GET _mapping shows: the same schema.
+        let again = schema_from_mappings_with(Some(&back), &dims).unwrap();
+        assert_eq!(again, s);
+        for (def, status, needle) in [
+            (
+                json!({"type": "semantic_text", "inference_id": "nope"}),
+                404,
+                "nope",
+            ),
+            (json!({"type": "semantic_text"}), 400, "[inference_id]"),
+            (
+                json!({"type": "semantic_text", "inference_id": "minilm", "x": 1}),
+                400,
+                "[x]",
+            ),
+            (
+                json!({"type": "dense_vector", "dims": 3, "embed": {"from": "t", "model": "minilm"}}),
+                400,
+                "384",
+            ),
+            (
+                json!({"type": "dense_vector", "dims": 384, "embed": {"from": "t"}}),
+                400,
+                "[embed]",
+            ),
+            (
+                json!({"type": "dense_vector", "dims": 384, "embed": {"from": "nope", "model": "minilm"}}),
+                400,
+                "nope",
+            ),
+        ] {
+            let m = json!({"properties": {"t": {"type": "text"}, "f": def.clone()}});
+            let e = schema_from_mappings_with(Some(&m), &dims).unwrap_err();
+            assert_eq!(e.status.as_u16(), status, "{def}: {e:?}");
+            assert!(e.reason.contains(needle), "{def}: {}", e.reason);
+        }
+        // Without models (the plain schema_from_mappings), a model is a 400.
+        assert!(schema_from_mappings(Some(&m)).is_err());
     }
 
     #[test]

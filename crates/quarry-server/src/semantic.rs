@@ -113,7 +113,9 @@ fn semantic_parts(q: &Value) -> Result<Option<Semantic<'_>>, ApiError> {
     }
     let string = |key: &str| match s.get(key) {
         Some(Value::String(v)) => Ok(v.as_str()),
-        Some(v) => Err(bad(format!("[semantic] [{key}] must be a string, found {v}"))),
+        Some(v) => Err(bad(format!(
+            "[semantic] [{key}] must be a string, found {v}"
+        ))),
         None => Err(bad(format!("[semantic] requires [{key}]"))),
     };
     Ok(Some(Semantic {
@@ -150,7 +152,9 @@ impl Rewriter<'_> {
             Some((h, f.embed.as_ref().map(|e| e.model.clone())))
         });
         let Some((h, model)) = models.next() else {
-            return Err(bad(format!("field [{field}] does not exist in the mapping")));
+            return Err(bad(format!(
+                "field [{field}] does not exist in the mapping"
+            )));
         };
         if let Some((other, m)) = models.find(|(_, m)| *m != model) {
             return Err(ApiError::illegal(format!(
@@ -241,7 +245,10 @@ impl Rewriter<'_> {
         let Value::Object(m) = r else { return Ok(()) };
         if let Some(Value::Object(std)) = m.get("standard") {
             if let Some(s) = std.get("query").map(semantic_parts).transpose()?.flatten() {
-                if let Some(k) = std.keys().find(|k| !matches!(k.as_str(), "query" | "filter")) {
+                if let Some(k) = std
+                    .keys()
+                    .find(|k| !matches!(k.as_str(), "query" | "filter"))
+                {
                     return Err(bad(format!(
                         "[standard] retriever with a [semantic] query does not support [{k}]"
                     )));

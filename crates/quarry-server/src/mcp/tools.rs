@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 
 use super::answer::{document_answer, search_answer};
 use super::args::{
-    CountArgs, CreateIndexArgs, DeleteDocsArgs, GetArgs, HybridArgs, IndexArg, IndexDocsArgs,
-    Embed, SearchArgs, SemanticArgs, MAX_WRITE_BATCH,
+    CountArgs, CreateIndexArgs, DeleteDocsArgs, Embed, GetArgs, HybridArgs, IndexArg,
+    IndexDocsArgs, SearchArgs, SemanticArgs, MAX_WRITE_BATCH,
 };
 use super::{Backend, Limits};
 use crate::engine::{Condition, IndexHandle, WriteOp};

@@ -479,10 +479,7 @@ pub async fn delete_index(
 /// embedding models registered with the data directory, as Elasticsearch lists inference
 /// endpoints (`{"endpoints": [...]}`; task type `text_embedding`). Read-only: models are
 /// registered with `quarry models add NAME PATH --data DIR`, never through HTTP.
-pub async fn get_inference(
-    State(state): State<AppState>,
-    path: Option<Path<String>>,
-) -> ApiResult {
+pub async fn get_inference(State(state): State<AppState>, path: Option<Path<String>>) -> ApiResult {
     let rest = path.map(|Path(p)| p).unwrap_or_default();
     let parts: Vec<String> = rest
         .split('/')
@@ -494,7 +491,11 @@ pub async fn get_inference(
         [one] if one == "text_embedding" || one == "_all" => (Some(one.as_str()), None),
         [one] => (None, Some(one.as_str())),
         [t, id] => (Some(t.as_str()), Some(id.as_str())),
-        _ => return Err(ApiError::illegal("GET _inference takes at most a task type and an id")),
+        _ => {
+            return Err(ApiError::illegal(
+                "GET _inference takes at most a task type and an id",
+            ))
+        }
     };
     let data = state.indices.data().to_path_buf();
     let mut endpoints = blocking(&state, move || crate::inference::list(&data)).await?;
