@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use axum::http::StatusCode;
 use quarry::Schema;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::ApiError;
 
@@ -59,6 +59,7 @@ pub fn model_error(id: &str, e: quarry::Error) -> ApiError {
 mod imp {
     use super::*;
     use quarry::embed;
+    use serde_json::json;
 
     pub fn dims(data: &Path, id: &str) -> Result<usize, ApiError> {
         embed::registry::check_model_name(id).map_err(|e| model_error(id, e))?;

@@ -202,18 +202,19 @@ pub fn threshold_score(similarity: Similarity, t: f32) -> f32 {
 
 /// The query vector: an array of `dims` finite numbers.
 fn query_vector(v: Option<&Value>, dims: usize, field: &str) -> Result<Vec<f32>, ApiError> {
-    let items =
-        match v {
-            Some(Value::Array(items)) => items,
-            Some(other) => {
-                return Err(bad(format!(
-                    "[knn] [query_vector] must be an array of numbers, found {other}"
-                )))
-            }
-            None => return Err(bad(
-                "[knn] requires [query_vector] (quarry does not support [query_vector_builder])",
-            )),
-        };
+    let items = match v {
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(bad(format!(
+                "[knn] [query_vector] must be an array of numbers, found {other}"
+            )))
+        }
+        None => {
+            return Err(bad(
+                "[knn] requires [query_vector] or [query_vector_builder]",
+            ))
+        }
+    };
     if items.len() != dims {
         return Err(bad(format!(
             "[knn] the query vector has a different number of dimensions [{}] than the document vectors of field [{field}] [{dims}]",
