@@ -273,7 +273,12 @@ fn collect(query: &Query, out: &mut HashMap<String, FieldQuery>) {
                     transpositions: *transpositions,
                 });
         }
-        Query::Prefix { .. } | Query::MatchAll | Query::MatchNone => {}
+        // Multi-phrases and phrase prefixes are not highlighted yet.
+        Query::Prefix { .. }
+        | Query::MultiPhrase { .. }
+        | Query::PhrasePrefix { .. }
+        | Query::MatchAll
+        | Query::MatchNone => {}
     }
 }
 

@@ -1,5 +1,6 @@
-//! What a parsed query means: Lucene's query model (term, phrase, prefix, wildcard, regexp,
-//! fuzzy, range, boolean, boost, constant score, dis-max, match-all) and its exact `Query.toString()` rendering.
+//! What a parsed query means: Lucene's query model (term, phrase, multi-phrase, phrase prefix,
+//! prefix, wildcard, regexp, fuzzy, range, boolean, boost, constant score, dis-max, match-all)
+//! and its exact `Query.toString()` rendering.
 //!
 //! The shapes mirror the Lucene classes the classic `QueryParser` builds (`TermQuery`,
 //! `PhraseQuery`, `PrefixQuery`, `WildcardQuery`, `RegexpQuery`, `FuzzyQuery`,
@@ -29,6 +30,34 @@ pub enum Query {
         terms: Vec<(u32, String)>,
         /// Allowed edit distance between positions (0 = exact phrase).
         slop: u32,
+    },
+    /// Documents whose `field` holds, at the given relative positions, one of each position's
+    /// terms, within `slop` moves (Lucene `MultiPhraseQuery`). Scored as a phrase whose
+    /// similarity sums the idf of every term of every position; one position is a disjunction
+    /// of its terms (Lucene rewrites it so).
+    MultiPhrase {
+        /// The field searched.
+        field: String,
+        /// `(position, terms)` in ascending position order; each list is non-empty.
+        terms: Vec<(u32, Vec<String>)>,
+        /// Allowed edit distance between positions (0 = exact phrase).
+        slop: u32,
+    },
+    /// A phrase whose last position holds every term of the index starting with one of its
+    /// terms (Elasticsearch's `match_phrase_prefix`, its `MultiPhrasePrefixQuery`): when the
+    /// query runs, the last position's prefixes expand, segment after segment and in term
+    /// order within each, to at most `max_expansions` distinct terms; the query is then the
+    /// [`Query::MultiPhrase`] of those (no expansion: nothing matches).
+    PhrasePrefix {
+        /// The field searched.
+        field: String,
+        /// `(position, terms)` in ascending position order; the last entry's terms are the
+        /// prefixes.
+        terms: Vec<(u32, Vec<String>)>,
+        /// Allowed edit distance between positions (0 = exact phrase).
+        slop: u32,
+        /// At most this many expansions of the last position (Elasticsearch's default 50).
+        max_expansions: u32,
     },
     /// Documents whose `field` contains a term starting with `prefix` (Lucene `PrefixQuery`,
     /// constant score: Lucene's default rewrite for the query parser).
@@ -142,6 +171,8 @@ pub enum Query {
 pub const FUZZY_MAX_EXPANSIONS: u32 = 50;
 /// Lucene's `LevenshteinAutomata.MAXIMUM_SUPPORTED_DISTANCE`.
 pub const FUZZY_MAX_EDITS: u32 = 2;
+/// Elasticsearch's default `max_expansions` of `match_phrase_prefix`.
+pub const PHRASE_PREFIX_MAX_EXPANSIONS: u32 = 50;
 
 /// One clause of a [`Query::Boolean`].
 #[derive(Debug, Clone, PartialEq)]
@@ -267,6 +298,18 @@ impl Query {
                     out.push('~');
                     out.push_str(&slop.to_string());
                 }
+            }
+            Query::MultiPhrase { field, terms, slop } => {
+                push_field(out, field, default_field);
+                render_multi_phrase(out, terms);
+                push_slop(out, *slop);
+            }
+            Query::PhrasePrefix {
+                field, terms, slop, ..
+            } => {
+                push_field(out, field, default_field);
+                render_phrase_prefix(out, terms);
+                push_slop(out, *slop);
             }
             Query::Prefix { field, prefix } => {
                 push_field(out, field, default_field);
@@ -406,6 +449,62 @@ fn push_range_bound(out: &mut String, bound: Option<&str>) {
         None => out.push('*'),
         Some("*") => out.push_str("\\*"),
         Some(b) => out.push_str(b),
+    }
+}
+
+fn push_slop(out: &mut String, slop: u32) {
+    if slop != 0 {
+        out.push('~');
+        out.push_str(&slop.to_string());
+    }
+}
+
+/// Lucene's `MultiPhraseQuery.toString` body: a position of several terms in parentheses, a
+/// missing position written `?`.
+fn render_multi_phrase(out: &mut String, terms: &[(u32, Vec<String>)]) {
+    out.push('"');
+    let mut last: Option<u32> = None;
+    for (pos, ts) in terms {
+        if let Some(l) = last {
+            out.push(' ');
+            for _ in 1..pos.saturating_sub(l) {
+                out.push_str("? ");
+            }
+        }
+        push_term_list(out, ts, "");
+        last = Some(*pos);
+    }
+    out.push('"');
+}
+
+/// Elasticsearch's `MultiPhrasePrefixQuery.toString` body: positions in order (gaps are not
+/// shown), the last position's terms each followed by `*`.
+fn render_phrase_prefix(out: &mut String, terms: &[(u32, Vec<String>)]) {
+    out.push('"');
+    for (i, (_, ts)) in terms.iter().enumerate() {
+        let last = i + 1 == terms.len();
+        if i > 0 {
+            out.push(' ');
+        }
+        push_term_list(out, ts, if last { "*" } else { "" });
+    }
+    out.push('"');
+}
+
+/// One term, or several as `(a b c)`, each followed by `suffix`.
+fn push_term_list(out: &mut String, ts: &[String], suffix: &str) {
+    if ts.len() > 1 {
+        out.push('(');
+    }
+    for (j, t) in ts.iter().enumerate() {
+        if j > 0 {
+            out.push(' ');
+        }
+        out.push_str(t);
+        out.push_str(suffix);
+    }
+    if ts.len() > 1 {
+        out.push(')');
     }
 }
 
@@ -653,6 +752,41 @@ mod tests {
         };
         assert_eq!(msm.to_string(), "(body:a body:b)~1");
         assert_eq!(msm.to_string_with_field("body"), "(a b)~1");
+    }
+
+    #[test]
+    fn multi_phrases_render_like_lucene_and_phrase_prefixes_like_elasticsearch() {
+        let ts = |v: &[&str]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let m = Query::MultiPhrase {
+            field: "body".into(),
+            terms: vec![(0, ts(&["oil"])), (1, ts(&["price", "prices"]))],
+            slop: 0,
+        };
+        assert_eq!(m.to_string(), "body:\"oil (price prices)\"");
+        assert_eq!(m.to_string_with_field("body"), "\"oil (price prices)\"");
+        // Lucene's `MultiPhraseQuery.toString`: a missing position is `? `.
+        let gap = Query::MultiPhrase {
+            field: "body".into(),
+            terms: vec![(0, ts(&["a", "b"])), (3, ts(&["c"]))],
+            slop: 2,
+        };
+        assert_eq!(gap.to_string(), "body:\"(a b) ? ? c\"~2");
+        // Elasticsearch's `MultiPhrasePrefixQuery.toString`: no gaps, the prefixes starred.
+        let p = Query::PhrasePrefix {
+            field: "body".into(),
+            terms: vec![(0, ts(&["a", "b"])), (3, ts(&["c", "d"]))],
+            slop: 1,
+            max_expansions: 50,
+        };
+        assert_eq!(p.to_string(), "body:\"(a b) (c* d*)\"~1");
+        let one = Query::PhrasePrefix {
+            field: "title".into(),
+            terms: vec![(0, ts(&["oil"]))],
+            slop: 0,
+            max_expansions: 50,
+        };
+        assert_eq!(one.to_string(), "title:\"oil*\"");
+        assert_eq!(Query::boosted(one, 2.0).to_string(), "(title:\"oil*\")^2.0");
     }
 
     #[test]

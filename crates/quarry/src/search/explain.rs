@@ -254,6 +254,62 @@ impl At<'_> {
         Ok(self.bm25_node(&q.to_string(), f, boost, idf, freq, value, norm))
     }
 
+    /// Lucene's `MultiPhraseQuery`: one position is the disjunction of its terms, one term per
+    /// position a phrase (as they are rewritten and scored); otherwise a phrase whose idf sums
+    /// every term of every position found in the index.
+    fn multi_phrase(
+        &self,
+        q: &Query,
+        field: &str,
+        terms: &[(u32, Vec<String>)],
+        slop: u32,
+        boost: f32,
+    ) -> Result<Explanation> {
+        if let [(_, only)] = terms {
+            let clauses = only
+                .iter()
+                .map(|t| Clause::new(Occur::Should, Query::term(field, t.clone())))
+                .collect();
+            return self.explain(&Query::boolean(clauses), boost);
+        }
+        if let Some(phrase) = super::weight::single_terms(terms) {
+            let p = Query::Phrase {
+                field: field.to_string(),
+                terms: phrase,
+                slop,
+            };
+            return self.explain(&p, boost);
+        }
+        let w = Weight::build(q, &self.ctx, boost)?;
+        let Some(mut s) = self.scorer_on(&w)? else {
+            return Ok(Explanation::no_match("no matching term", vec![]));
+        };
+        let value = s.score();
+        let Some((freq, norm)) = s.freq_norm() else {
+            return Ok(Explanation::matched(value, q.to_string(), vec![]));
+        };
+        let f = self
+            .ctx
+            .schema
+            .field_id(field)
+            .expect("the weight was built");
+        let mut idfs = Vec::new();
+        for t in terms.iter().flat_map(|(_, ts)| ts) {
+            let mut local = 0u64;
+            for seg in self.ctx.segments {
+                if let Some((info, _)) = seg.term_info(f, t.as_bytes())? {
+                    local += u64::from(info.doc_freq);
+                }
+            }
+            if local > 0 {
+                idfs.push(self.idf(f, self.ctx.scoring_doc_freq(f, t, local)?));
+            }
+        }
+        let idf = Explanation::matched(idfs.iter().map(|e| e.value).sum(), "idf, sum of:", idfs);
+        let freq = Explanation::matched(freq, format!("phraseFreq={}", jf(freq)), vec![]);
+        Ok(self.bm25_node(&q.to_string(), f, boost, idf, freq, value, norm))
+    }
+
     /// A query scored as a constant: Lucene's `ConstantScoreWeight` description.
     fn constant(&self, q: &Query, boost: f32) -> Result<Explanation> {
         let w = Weight::build(q, &self.ctx, boost)?;
@@ -414,6 +470,19 @@ impl At<'_> {
                 }
             }
             Query::Phrase { field, terms, .. } => self.phrase(q, field, terms, boost),
+            Query::MultiPhrase { field, terms, slop } => {
+                self.multi_phrase(q, field, terms, *slop, boost)
+            }
+            Query::PhrasePrefix { field, .. } => {
+                // Explained as what it runs as (Lucene explains the rewritten query).
+                let f = self
+                    .ctx
+                    .schema
+                    .field_id(field)
+                    .ok_or_else(|| Error::unknown_field(self.ctx.schema, field))?;
+                let rewritten = super::multi_phrase::rewrite_phrase_prefix(self.ctx.segments, f, q)?;
+                self.explain(&rewritten, boost)
+            }
             Query::Boost { query, boost: b } => self.explain(query, boost * b),
             Query::Boolean {
                 clauses,

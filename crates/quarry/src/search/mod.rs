@@ -10,6 +10,7 @@ mod conjunction;
 mod count;
 pub mod explain;
 pub mod knn;
+mod multi_phrase;
 pub mod multiterm;
 mod phrase;
 pub mod range;

@@ -40,6 +40,8 @@ pub struct PhraseScorer {
     limits: Vec<u32>,
     /// Per phrase term (sloppy phrases).
     positions: Vec<Vec<u32>>,
+    /// Per phrase term: its offset.
+    offsets: Vec<u32>,
     /// Phrase term indexes in the order their positions are checked.
     check: Vec<usize>,
     starts: Vec<u32>,
@@ -86,6 +88,7 @@ impl PhraseScorer {
             slot_off[slot] = slot_off[slot].max(off);
         }
         let (n, slots) = (terms.len(), cursors.len());
+        let offsets = terms.iter().map(|&(_, off)| off).collect();
         let mut p = Self {
             cursors,
             check: (0..n).collect(),
@@ -102,6 +105,7 @@ impl PhraseScorer {
             loaded: vec![TERMINATED; slots],
             limits: vec![0; slots],
             positions: vec![Vec::new(); n],
+            offsets,
             starts: Vec::new(),
             max,
             filter,
@@ -230,58 +234,59 @@ impl PhraseScorer {
         self.check = check;
         n as f32
     }
+}
 
-    /// Lucene's sloppy frequency (SloppyPhraseMatcher): phrase positions `pos - offset` of all
-    /// terms sit in a queue ordered by (position, offset, term); the smallest is advanced until
-    /// it passes the next smallest, minimizing the match length `end - min` on the way; every
-    /// minimal match with length <= slop adds `1 / (1 + length)`.
-    fn sloppy_freq(&self) -> f32 {
-        let n = self.terms.len();
-        let mut idx = vec![0usize; n];
-        let pos_of = |i: usize, k: usize| -> Option<i64> {
-            self.positions[i]
-                .get(k)
-                .map(|&p| i64::from(p) - i64::from(self.terms[i].1))
-        };
-        // (position, offset, ord) ordering, as Lucene's PhraseQueue.
-        let key = |i: usize, p: i64| (p, self.terms[i].1, i);
-        let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> =
-            Default::default();
-        let mut end = i64::MIN;
-        for i in 0..n {
-            let Some(p) = pos_of(i, 0) else { return 0.0 };
-            end = end.max(p);
-            queue.push(std::cmp::Reverse(key(i, p)));
-        }
-        let slop = i64::from(self.slop);
-        let mut freq = 0f32;
-        let std::cmp::Reverse((mut pos, _, mut i)) = queue.pop().expect("non-empty");
-        let mut match_len = end - pos;
-        let mut next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
-        loop {
-            idx[i] += 1;
-            let Some(p) = pos_of(i, idx[i]) else { break };
-            pos = p;
-            end = end.max(pos);
-            if pos > next {
-                queue.push(std::cmp::Reverse(key(i, pos)));
-                if match_len <= slop {
-                    freq += 1.0 / (1.0 + match_len as f32);
-                }
-                let std::cmp::Reverse((p2, _, i2)) = queue.pop().expect("non-empty");
-                pos = p2;
-                i = i2;
-                next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
-                match_len = end - pos;
-            } else {
-                match_len = match_len.min(end - pos);
-            }
-        }
-        if match_len <= slop {
-            freq += 1.0 / (1.0 + match_len as f32);
-        }
-        freq
+/// Lucene's sloppy frequency (SloppyPhraseMatcher): phrase positions `pos - offset` of all
+/// terms sit in a queue ordered by (position, offset, term); the smallest is advanced until
+/// it passes the next smallest, minimizing the match length `end - min` on the way; every
+/// minimal match with length <= slop adds `1 / (1 + length)`. `positions[i]`: the document's
+/// positions of phrase term `i` (sorted), `offsets[i]` its offset in the phrase.
+pub(super) fn sloppy_frequency(positions: &[Vec<u32>], offsets: &[u32], slop: u32) -> f32 {
+    let n = positions.len();
+    let mut idx = vec![0usize; n];
+    let pos_of = |i: usize, k: usize| -> Option<i64> {
+        positions[i]
+            .get(k)
+            .map(|&p| i64::from(p) - i64::from(offsets[i]))
+    };
+    // (position, offset, ord) ordering, as Lucene's PhraseQueue.
+    let key = |i: usize, p: i64| (p, offsets[i], i);
+    let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> =
+        Default::default();
+    let mut end = i64::MIN;
+    for i in 0..n {
+        let Some(p) = pos_of(i, 0) else { return 0.0 };
+        end = end.max(p);
+        queue.push(std::cmp::Reverse(key(i, p)));
     }
+    let slop = i64::from(slop);
+    let mut freq = 0f32;
+    let std::cmp::Reverse((mut pos, _, mut i)) = queue.pop().expect("non-empty");
+    let mut match_len = end - pos;
+    let mut next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
+    loop {
+        idx[i] += 1;
+        let Some(p) = pos_of(i, idx[i]) else { break };
+        pos = p;
+        end = end.max(pos);
+        if pos > next {
+            queue.push(std::cmp::Reverse(key(i, pos)));
+            if match_len <= slop {
+                freq += 1.0 / (1.0 + match_len as f32);
+            }
+            let std::cmp::Reverse((p2, _, i2)) = queue.pop().expect("non-empty");
+            pos = p2;
+            i = i2;
+            next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
+            match_len = end - pos;
+        } else {
+            match_len = match_len.min(end - pos);
+        }
+    }
+    if match_len <= slop {
+        freq += 1.0 / (1.0 + match_len as f32);
+    }
+    freq
 }
 
 /// A word in at least a quarter of the segment's documents: left out of the phrase's leapfrog
@@ -333,7 +338,7 @@ impl Scorer for PhraseScorer {
             self.exact_freq_lazy()
         } else {
             self.load_positions();
-            self.sloppy_freq()
+            sloppy_frequency(&self.positions, &self.offsets, self.slop)
         };
         self.freq > 0.0
     }

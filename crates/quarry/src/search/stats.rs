@@ -97,17 +97,41 @@ impl CollectionStats {
     }
 }
 
-/// Collects the `(field, term)` pairs whose document frequency scores `q`; a fuzzy query's are
-/// its expansions, as `expand` gives them.
-fn scored_terms(
-    q: &Query,
-    out: &mut Vec<(String, String)>,
-    expand: &mut dyn FnMut(&str, &super::multiterm::FuzzySpec) -> Result<Vec<String>>,
-) -> Result<()> {
+/// The terms a query expands to when it runs: a fuzzy query's, as `fuzzy` gives them, and a
+/// phrase prefix's last position, as `prefixes(field, prefixes, max_expansions)` gives them.
+struct Expanders<'a> {
+    fuzzy: &'a mut dyn FnMut(&str, &super::multiterm::FuzzySpec) -> Result<Vec<String>>,
+    prefixes: &'a mut dyn FnMut(&str, &[String], u32) -> Result<Vec<String>>,
+}
+
+/// Collects the `(field, term)` pairs whose document frequency scores `q`; a fuzzy query's and
+/// a phrase prefix's are their expansions, as `expand` gives them.
+fn scored_terms(q: &Query, out: &mut Vec<(String, String)>, expand: &mut Expanders) -> Result<()> {
     match q {
         Query::Term { field, term } => out.push((field.clone(), term.clone())),
         Query::Phrase { field, terms, .. } => {
             out.extend(terms.iter().map(|(_, t)| (field.clone(), t.clone())))
+        }
+        Query::MultiPhrase { field, terms, .. } => out.extend(
+            terms
+                .iter()
+                .flat_map(|(_, ts)| ts.iter().map(|t| (field.clone(), t.clone()))),
+        ),
+        Query::PhrasePrefix {
+            field,
+            terms,
+            max_expansions,
+            ..
+        } => {
+            if let Some(((_, prefixes), lead)) = terms.split_last() {
+                out.extend(
+                    lead.iter()
+                        .flat_map(|(_, ts)| ts.iter().map(|t| (field.clone(), t.clone()))),
+                );
+                for t in (expand.prefixes)(field, prefixes, *max_expansions)? {
+                    out.push((field.clone(), t));
+                }
+            }
         }
         Query::Boolean { clauses, .. } => {
             for c in clauses {
@@ -132,7 +156,7 @@ fn scored_terms(
         Query::Fuzzy { .. } => {
             let (field, spec) = super::multiterm::FuzzySpec::of(q).expect("a fuzzy query");
             spec.check(field)?;
-            for t in expand(field, &spec)? {
+            for t in (expand.fuzzy)(field, &spec)? {
                 out.push((field.to_string(), t));
             }
         }
@@ -165,13 +189,24 @@ impl Searcher {
             out.fields.insert(entry.name.clone(), s);
         }
         let mut terms = Vec::new();
-        scored_terms(query, &mut terms, &mut |field, spec| {
+        let mut fuzzy = |field: &str, spec: &super::multiterm::FuzzySpec| {
             let Some(f) = self.schema.field_id(field) else {
                 return Ok(Vec::new()); // searching reports the unknown field
             };
             let found = super::multiterm::fuzzy_expansions(&self.segments, f, spec)?;
             Ok(found.into_iter().map(|e| e.term).collect())
-        })?;
+        };
+        let mut prefixes = |field: &str, prefixes: &[String], max: u32| {
+            let Some(f) = self.schema.field_id(field) else {
+                return Ok(Vec::new());
+            };
+            super::multi_phrase::prefix_expansions(&self.segments, f, prefixes, max)
+        };
+        let mut expand = Expanders {
+            fuzzy: &mut fuzzy,
+            prefixes: &mut prefixes,
+        };
+        scored_terms(query, &mut terms, &mut expand)?;
         for (field, term) in terms {
             let Some(f) = self.schema.field_id(&field) else {
                 continue; // searching reports the unknown field
@@ -266,8 +301,14 @@ mod tests {
         let q = p
             .parse("+oil \"crude prices\"^2 -title:gas pre* *:*")
             .unwrap();
+        let mut prefixes = |f: &str, p: &[String], max: u32| Ok(vec![format!("{f}:{p:?}<={max}")]);
+        let mut fuzzy = |_: &str, _: &super::super::multiterm::FuzzySpec| Ok(vec!["x".into()]);
         let mut t = Vec::new();
-        scored_terms(&q, &mut t, &mut |_, _| Ok(vec!["x".into()])).unwrap();
+        let mut expand = Expanders {
+            fuzzy: &mut fuzzy,
+            prefixes: &mut prefixes,
+        };
+        scored_terms(&q, &mut t, &mut expand).unwrap();
         let t: Vec<(&str, &str)> = t.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         assert_eq!(
             t,
@@ -280,10 +321,39 @@ mod tests {
         );
         let mut t = Vec::new();
         let fuzzy = Query::fuzzy("body", "oli", 1);
-        scored_terms(&fuzzy, &mut t, &mut |f, spec| {
+        let mut fuzzy_terms = |f: &str, spec: &super::super::multiterm::FuzzySpec| {
             Ok(vec![format!("{f}:{}~{}", spec.term, spec.max_edits)])
-        })
-        .unwrap();
+        };
+        let mut expand = Expanders {
+            fuzzy: &mut fuzzy_terms,
+            prefixes: &mut prefixes,
+        };
+        scored_terms(&fuzzy, &mut t, &mut expand).unwrap();
         assert_eq!(t, [("body".to_string(), "body:oli~1".to_string())]);
+        let pp = Query::PhrasePrefix {
+            field: "body".into(),
+            terms: vec![(0, vec!["crude".into()]), (1, vec!["pri".into()])],
+            slop: 0,
+            max_expansions: 7,
+        };
+        let mp = Query::MultiPhrase {
+            field: "body".into(),
+            terms: vec![(0, vec!["a".into(), "b".into()]), (2, vec!["c".into()])],
+            slop: 1,
+        };
+        let mut t = Vec::new();
+        scored_terms(&pp, &mut t, &mut expand).unwrap();
+        scored_terms(&mp, &mut t, &mut expand).unwrap();
+        let t: Vec<String> = t.into_iter().map(|(f, t)| format!("{f}/{t}")).collect();
+        assert_eq!(
+            t,
+            [
+                "body/crude",
+                "body/body:[\"pri\"]<=7",
+                "body/a",
+                "body/b",
+                "body/c"
+            ]
+        );
     }
 }

@@ -8,6 +8,7 @@ use super::automaton::{self as automaton, Nfa};
 use super::bm25::{Bm25, FieldStats, SimScorer};
 use super::collector::Budget;
 use super::count::{self, CountTerm, DenseAnd};
+use super::multi_phrase::{self, MultiPhraseScorer};
 use super::multiterm::{self, FuzzySpec};
 use super::phrase::{PhraseScorer, PhraseTerms};
 use super::range::{self, RangeSpec};
@@ -39,6 +40,16 @@ pub enum Weight {
         slop: u32,
         sim: Arc<SimScorer>,
         segs: Vec<Option<PhraseEntries>>,
+    },
+    /// A multi-phrase of at least two positions, not all of one term ([`MultiPhraseScorer`]):
+    /// `offsets[position]`; `segs[segment][position]`: the entries of the position's terms
+    /// present in the segment (`None`: a position has none there).
+    MultiPhrase {
+        field: u32,
+        offsets: Vec<u32>,
+        slop: u32,
+        sim: Arc<SimScorer>,
+        segs: Vec<Option<Vec<Vec<(TermInfo, Bytes)>>>>,
     },
     Prefix {
         field: u32,
@@ -147,6 +158,18 @@ impl Context<'_> {
         }
     }
 
+    /// A field indexed with positions, for a query of kind `what` that reads them.
+    fn positions_field(&self, name: &str, what: &str) -> Result<u32> {
+        let f = self.field(name)?;
+        if self.schema.field(f).has_positions() {
+            Ok(f)
+        } else {
+            Err(Error::Query(format!(
+                "field {name:?} has no positions: {what} queries need a text field"
+            )))
+        }
+    }
+
     /// The document frequency to score with: the supplied one when statistics were supplied
     /// (an error if they lack the term), else `local`.
     pub(crate) fn scoring_doc_freq(&self, field: u32, term: &str, local: u64) -> Result<u64> {
@@ -160,6 +183,14 @@ impl Context<'_> {
             ))
         })
     }
+}
+
+/// The phrase of a multi-phrase whose every position holds one term, at strictly increasing
+/// positions (what Lucene's `PhraseQuery` scores the same way); `None` otherwise.
+pub(crate) fn single_terms(terms: &[(u32, Vec<String>)]) -> Option<Vec<(u32, String)>> {
+    let increasing = terms.windows(2).all(|w| w[0].0 < w[1].0);
+    (increasing && terms.iter().all(|(_, ts)| ts.len() == 1))
+        .then(|| terms.iter().map(|(p, ts)| (*p, ts[0].clone())).collect())
 }
 
 /// The clauses of one `occur` with identical ones merged into one whose boost is the sum of
@@ -306,6 +337,14 @@ impl Weight {
             }
             Query::Phrase { field, terms, slop } => {
                 Weight::build_phrase(field, terms, *slop, ctx, boost)?
+            }
+            Query::MultiPhrase { field, terms, slop } => {
+                Weight::build_multi_phrase(field, terms, *slop, ctx, boost)?
+            }
+            Query::PhrasePrefix { field, .. } => {
+                let f = ctx.positions_field(field, "phrase prefix")?;
+                let q = multi_phrase::rewrite_phrase_prefix(ctx.segments, f, q)?;
+                Weight::build(&q, ctx, boost)?
             }
             Query::Prefix { field, prefix } => Weight::Prefix {
                 field: ctx.field(field)?,
@@ -570,6 +609,77 @@ impl Weight {
         Ok(Weight::Phrase {
             field: f,
             slots,
+            slop,
+            sim: Arc::new(sim),
+            segs,
+        })
+    }
+
+    /// A multi-phrase's weight (Lucene's `MultiPhraseQuery`): one position is the disjunction
+    /// of its terms and one term per position a phrase, as Lucene rewrites and scores them;
+    /// otherwise the idf is the sum over every term of every position found in the index.
+    fn build_multi_phrase(
+        field: &str,
+        terms: &[(u32, Vec<String>)],
+        slop: u32,
+        ctx: &Context,
+        boost: f32,
+    ) -> Result<Weight> {
+        if let [(_, only)] = terms {
+            let clauses = only
+                .iter()
+                .map(|t| Clause::new(Occur::Should, Query::term(field, t.clone())))
+                .collect();
+            return Weight::build(&Query::boolean(clauses), ctx, boost);
+        }
+        let f = ctx.positions_field(field, "multi-phrase")?;
+        if terms.is_empty() || terms.iter().any(|(_, ts)| ts.is_empty()) {
+            return Ok(Weight::Nothing);
+        }
+        if let Some(phrase) = single_terms(terms) {
+            return Weight::build_phrase(field, &phrase, slop, ctx, boost);
+        }
+        let stats = &ctx.stats[f as usize];
+        let mut idf = 0f32;
+        let mut segs: Vec<Option<Vec<Vec<(TermInfo, Bytes)>>>> =
+            vec![Some(Vec::with_capacity(terms.len())); ctx.segments.len()];
+        for (_, ts) in terms {
+            for seg in segs.iter_mut().flatten() {
+                seg.push(Vec::with_capacity(ts.len()));
+            }
+            let mut found = false;
+            for t in ts {
+                let mut df = 0u64;
+                for (seg, entries) in ctx.segments.iter().zip(segs.iter_mut()) {
+                    if let Some(e) = seg.term_info(f, t.as_bytes())? {
+                        df += u64::from(e.0.doc_freq);
+                        if let Some(entries) = entries {
+                            entries.last_mut().expect("pushed").push(e);
+                        }
+                    }
+                }
+                if df > 0 {
+                    found = true;
+                    idf += Bm25::idf(ctx.scoring_doc_freq(f, t, df)?, stats.doc_count);
+                }
+            }
+            if !found {
+                return Ok(Weight::Nothing);
+            }
+            // A segment where this position has no term cannot match.
+            for entries in segs.iter_mut() {
+                if entries
+                    .as_ref()
+                    .is_some_and(|e| e.last().is_some_and(Vec::is_empty))
+                {
+                    *entries = None;
+                }
+            }
+        }
+        let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
+        Ok(Weight::MultiPhrase {
+            field: f,
+            offsets: terms.iter().map(|(p, _)| *p).collect(),
             slop,
             sim: Arc::new(sim),
             segs,
@@ -929,6 +1039,34 @@ impl Weight {
                     (**sim).clone(),
                     norms,
                     filter,
+                )))
+            }
+            Weight::MultiPhrase {
+                field,
+                offsets,
+                slop,
+                sim,
+                segs,
+            } => {
+                let Some(entries) = segs.get(ord).and_then(|e| e.as_ref()) else {
+                    return Ok(None);
+                };
+                let mut positions = Vec::with_capacity(entries.len());
+                let mut norms = None;
+                for (es, off) in entries.iter().zip(offsets) {
+                    let mut cursors = es
+                        .iter()
+                        .map(|(info, bytes)| seg.postings(*field, info, bytes, true))
+                        .collect::<Result<Vec<_>>>()?;
+                    // Every cursor checks the norms it may be scored with.
+                    norms = scoring_norms(seg, *field, &mut cursors)?;
+                    positions.push((cursors, *off));
+                }
+                Some(Box::new(MultiPhraseScorer::new(
+                    positions,
+                    *slop,
+                    (**sim).clone(),
+                    norms,
                 )))
             }
             Weight::Prefix {
