@@ -1,8 +1,10 @@
 //! What does an Elasticsearch query DSL object mean in quarry's `Query` AST?
 //!
 //! Supported: `match_all`, `match_none`, `match` (operator, minimum_should_match, fuzziness,
-//! prefix_length, max_expansions, fuzzy_transpositions), `match_phrase` (slop), `multi_match`
-//! (types `best_fields` — a dis_max with `tie_breaker` —, `most_fields`, `phrase`), `term`,
+//! prefix_length, max_expansions, fuzzy_transpositions), `match_phrase` (slop),
+//! `match_phrase_prefix` (slop, max_expansions, zero_terms_query), `multi_match`
+//! (types `best_fields` — a dis_max with `tie_breaker` —, `most_fields`, `phrase`,
+//! `phrase_prefix`), `term`,
 //! `terms` and `ids` (constant score 1, as Elasticsearch), `exists`, `prefix`, `wildcard`,
 //! `regexp`, `fuzzy` (fuzziness incl. AUTO, prefix_length, max_expansions, transpositions),
 //! `constant_score`, `dis_max`, `boosting`, `bool` (must, should, must_not, filter,
@@ -11,7 +13,7 @@
 //! analyze_wildcard, fuzzy_max_expansions, fuzzy_prefix_length, fuzzy_transpositions),
 //! `range` (gt/gte/lt/lte, format, time_zone, date math). Every query takes `boost`. Anything
 //! else is a 400 naming it.
-use quarry::query::ast::FUZZY_MAX_EXPANSIONS;
+use quarry::query::ast::{FUZZY_MAX_EXPANSIONS, PHRASE_PREFIX_MAX_EXPANSIONS};
 use quarry::query::{Clause, Occur, Operator, Query, SimpleFlags};
 use quarry::{FieldType, Schema, Searcher};
 use serde_json::{Map, Value};
@@ -147,6 +149,7 @@ impl Translator<'_> {
             "match_none" => Ok(Query::MatchNone),
             "match" => self.match_query(body, false),
             "match_phrase" => self.match_query(body, true),
+            "match_phrase_prefix" => self.match_phrase_prefix(body),
             "multi_match" => self.multi_match(body),
             "term" => self.term(body),
             "terms" => self.terms(body),
@@ -358,6 +361,66 @@ impl Translator<'_> {
         })
     }
 
+    /// Elasticsearch's `match_phrase_prefix`: the analyzed text as a phrase whose last word is
+    /// a prefix, expanded when the query runs ([`Query::PhrasePrefix`]); no token at all is
+    /// `zero_terms_query` (`none`, the default, or `all`).
+    fn match_phrase_prefix(&self, body: &Value) -> Result<Query, ApiError> {
+        let kind = "match_phrase_prefix";
+        let opts = ["slop", "max_expansions", "analyzer", "zero_terms_query"];
+        let (field, m) = self.field_form(body, kind, "query", &opts)?;
+        let text = scalar(&m["query"], kind)?;
+        let boost = boost_of(&m, kind)?;
+        if let Some(a) = m.get("analyzer") {
+            if a != "standard" {
+                return Err(ApiError::unsupported(format!("analyzer {a}")));
+            }
+        }
+        let slop = uint_option(&m, "slop", kind, 0)?;
+        let max_expansions = uint_option(&m, "max_expansions", kind, PHRASE_PREFIX_MAX_EXPANSIONS)?;
+        if max_expansions as usize > MAX_CLAUSES {
+            return Err(parsing(format!(
+                "[{kind}] max_expansions must be at most {MAX_CLAUSES}, got {max_expansions}"
+            )));
+        }
+        let zero_terms_all = match m.get("zero_terms_query").map(|z| scalar(z, "zero_terms_query")) {
+            None => false,
+            Some(z) => match z?.to_ascii_lowercase().as_str() {
+                "none" => false,
+                "all" => true,
+                other => {
+                    return Err(parsing(format!(
+                        "[{kind}] zero_terms_query [{other}] is not one of none, all"
+                    )))
+                }
+            },
+        };
+        let Some(tokens) = self.tokens(field, &text)? else {
+            return Ok(Query::MatchNone);
+        };
+        if tokens.len() > MAX_CLAUSES {
+            return Err(too_many(field));
+        }
+        let q = if tokens.is_empty() {
+            if zero_terms_all {
+                Query::MatchAll
+            } else {
+                Query::MatchNone
+            }
+        } else {
+            Query::PhrasePrefix {
+                field: field.to_string(),
+                terms: tokens
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as u32, vec![t]))
+                    .collect(),
+                slop,
+                max_expansions,
+            }
+        };
+        Ok(boosted(q, boost))
+    }
+
     fn multi_match(&self, body: &Value) -> Result<Query, ApiError> {
         let m = obj(body, "multi_match")?;
         check_keys(
@@ -391,10 +454,12 @@ impl Translator<'_> {
             .transpose()?
             .unwrap_or_else(|| "best_fields".into());
         let tie = tie_breaker(m, "multi_match")?;
-        let (phrase, dis_max) = match ty.as_str() {
-            "most_fields" => (false, false),
-            "best_fields" => (false, true),
-            "phrase" => (true, true),
+        // 0: match, 1: match_phrase, 2: match_phrase_prefix on each field.
+        let (per_field, dis_max) = match ty.as_str() {
+            "most_fields" => (0, false),
+            "best_fields" => (0, true),
+            "phrase" => (1, true),
+            "phrase_prefix" => (2, true),
             other => {
                 return Err(ApiError::unsupported(format!(
                     "[multi_match] type [{other}]"
@@ -414,15 +479,22 @@ impl Translator<'_> {
                 "max_expansions",
                 "fuzzy_transpositions",
             ] {
-                if let Some(v) = m.get(k) {
-                    if phrase == (k == "slop") {
-                        q.insert(k.into(), v.clone());
-                    }
+                let applies = match per_field {
+                    0 => k != "slop",
+                    1 => k == "slop",
+                    _ => k == "slop" || k == "max_expansions",
+                };
+                if let Some(v) = m.get(k).filter(|_| applies) {
+                    q.insert(k.into(), v.clone());
                 }
             }
             let mut outer = Map::new();
             outer.insert(field.clone(), Value::Object(q));
-            let one = self.match_query(&Value::Object(outer), phrase)?;
+            let outer = Value::Object(outer);
+            let one = match per_field {
+                2 => self.match_phrase_prefix(&outer)?,
+                p => self.match_query(&outer, p == 1)?,
+            };
             clauses.push(Clause::new(Occur::Should, boosted(one, *fb)));
         }
         let q = if clauses.len() == 1 {
@@ -1230,6 +1302,69 @@ mod tests {
         );
         let q = tr(json!({"prefix": {"title": "oi"}})).unwrap();
         assert_eq!(q.to_string(), "title:oi*");
+    }
+
+    #[test]
+    fn match_phrase_prefix_forms_and_options() {
+        let q = tr(json!({"match_phrase_prefix": {"body": "Quick Brown f"}})).unwrap();
+        assert_eq!(
+            q,
+            Query::PhrasePrefix {
+                field: "body".into(),
+                terms: vec![
+                    (0, vec!["quick".into()]),
+                    (1, vec!["brown".into()]),
+                    (2, vec!["f".into()])
+                ],
+                slop: 0,
+                max_expansions: 50,
+            }
+        );
+        assert_eq!(q.to_string(), "body:\"quick brown f*\"");
+        let q = tr(json!({"match_phrase_prefix": {"title": {
+            "query": "oil pr", "slop": 2, "max_expansions": 10, "boost": 3, "analyzer": "standard"
+        }}}))
+        .unwrap();
+        assert_eq!(q.to_string(), "(title:\"oil pr*\"~2)^3.0");
+        let Query::Boost { query, .. } = q else {
+            panic!("boosted")
+        };
+        assert!(matches!(*query, Query::PhrasePrefix { max_expansions: 10, .. }));
+        let q = tr(json!({"multi_match": {"query": "oil pr", "fields": ["title^2", "body"],
+            "type": "phrase_prefix", "max_expansions": 3, "slop": 1}}))
+        .unwrap();
+        assert_eq!(
+            q.to_string(),
+            "((title:\"oil pr*\"~1)^2.0 | body:\"oil pr*\"~1)"
+        );
+        let q = tr(json!({"match_phrase_prefix": {"body": "oil"}})).unwrap();
+        assert_eq!(q.to_string(), "body:\"oil*\"");
+        // No token: zero_terms_query.
+        let q = tr(json!({"match_phrase_prefix": {"body": "..."}})).unwrap();
+        assert_eq!(q, Query::MatchNone);
+        let q = tr(json!({"match_phrase_prefix": {"body": {"query": "!", "zero_terms_query": "all"}}}));
+        assert_eq!(q.unwrap(), Query::MatchAll);
+        assert_eq!(
+            tr(json!({"match_phrase_prefix": {"nope": "a b"}})).unwrap(),
+            Query::MatchNone
+        );
+        for (v, needle) in [
+            (json!({"match_phrase_prefix": {"body": {"query": "a", "fuzziness": 1}}}), "[fuzziness]"),
+            (json!({"match_phrase_prefix": {"body": {"slop": 1}}}), "needs [query]"),
+            (json!({"match_phrase_prefix": {"body": {"query": "a", "slop": -1}}}), "slop"),
+            (
+                json!({"match_phrase_prefix": {"body": {"query": "a", "max_expansions": 5000}}}),
+                "at most 1024",
+            ),
+            (
+                json!({"match_phrase_prefix": {"body": {"query": "a", "zero_terms_query": "x"}}}),
+                "zero_terms_query",
+            ),
+        ] {
+            let e = tr(v.clone()).unwrap_err();
+            assert!(e.status.is_client_error(), "{v}");
+            assert!(e.reason.contains(needle), "{v}: {}", e.reason);
+        }
     }
 
     #[test]

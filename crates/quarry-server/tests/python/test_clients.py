@@ -3,6 +3,7 @@ drive `quarry serve`; search results are compared with the library through `quar
 import importlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -155,6 +156,7 @@ def test_client_round_trip(server, module):
         es.search(index=index, query={"simple_query_string": {"query": "oil", "flags": "OR|NEARLY"}})
     assert "[NEARLY]" in str(e.value)
     check_compound_queries(es, index)
+    check_phrase_prefix(es, es_mod, index)
     r = es.search(index=index, query={"range": {"id": {"gte": 3, "lt": 10}}}, sort=["id"], size=20)
     assert [h["_id"] for h in r["hits"]["hits"]] == [str(i) for i in range(3, 10)]
 
@@ -199,6 +201,42 @@ def check_compound_queries(es, index):
     for h in r["hits"]["hits"]:
         want = body[h["_id"]] * (0.5 if h["_id"] in gas else 1.0)
         assert abs(h["_score"] - want) <= 1e-5 * want, h
+
+
+def check_phrase_prefix(es, es_mod, index):
+    """`match_phrase_prefix`: the phrase with its last word as a prefix (Elasticsearch's
+    MultiPhrasePrefixQuery, scored as Lucene's MultiPhraseQuery)."""
+    phrase = es.search(index=index, query={"match_phrase": {"body": "crude oil"}}, size=10000)
+    # One expansion of `oil` (the smallest term with that prefix: itself) is the phrase.
+    one = es.search(index=index, query={"match_phrase_prefix": {"body": {"query": "crude oil", "max_expansions": 1}}},
+                    size=10000)
+    assert one["hits"]["total"] == phrase["hits"]["total"]
+    want = {h["_id"]: h["_score"] for h in phrase["hits"]["hits"]}
+    for h in one["hits"]["hits"]:
+        assert abs(h["_score"] - want[h["_id"]]) <= 1e-6 * want[h["_id"]], h
+    # `oi` expands to oil, oils, oilseeds...: every phrase match and more, each one holding
+    # `crude` then a word starting with `oi`.
+    r = es.search(index=index, query={"match_phrase_prefix": {"body": "Crude oi"}}, size=10000)
+    got = {h["_id"] for h in r["hits"]["hits"]}
+    assert set(want) <= got and r["hits"]["total"]["value"] == len(got)
+    for h in r["hits"]["hits"]:
+        assert re.search(r"\bcrude\W+oi", h["_source"]["body"], re.IGNORECASE), h["_id"]
+    # Short form, slop and boost.
+    short = es.search(index=index, query={"match_phrase_prefix": {"body": "crude oi"}}, size=10)
+    boosted = es.search(index=index, query={"match_phrase_prefix": {"body": {"query": "crude oi", "boost": 2}}},
+                        size=10)
+    assert [h["_id"] for h in short["hits"]["hits"]] == [h["_id"] for h in boosted["hits"]["hits"]]
+    for a, b in zip(short["hits"]["hits"], boosted["hits"]["hits"]):
+        assert abs(2 * a["_score"] - b["_score"]) <= 1e-5 * b["_score"]
+    sloppy = es.search(index=index, query={"match_phrase_prefix": {"body": {"query": "crude oi", "slop": 2}}},
+                       track_total_hits=True)
+    assert sloppy["hits"]["total"]["value"] >= len(got)
+    # Nothing starts with the last word: no match.
+    r = es.search(index=index, query={"match_phrase_prefix": {"body": "crude qqzzx"}})
+    assert r["hits"]["total"]["value"] == 0
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index=index, query={"match_phrase_prefix": {"body": {"query": "oil", "max_expansion": 5}}})
+    assert "max_expansion" in str(e.value)
 
 
 def start_server(data):
