@@ -7,6 +7,9 @@
 //!
 //! * `("term", field, term)`, `("prefix", field, prefix)`,
 //! * `("phrase", field, [(position, term), ...], slop)`,
+//! * `("multi_phrase", field, [(position, [term, ...]), ...], slop)`,
+//! * `("phrase_prefix", field, [(position, [term, ...]), ...], slop, max_expansions)` (the last
+//!   position's terms are prefixes),
 //! * `("range", field, lower, upper, include_lower, include_upper)` with `None` for an open end,
 //! * `("bool", [(occur, node), ...], minimum_should_match)` with occur `"must"`, `"should"`,
 //!   `"must_not"` or `"filter"`,
@@ -254,6 +257,16 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
         Query::Phrase { field, terms, slop } => {
             ("phrase", field, terms.clone(), *slop).into_bound_py_any(py)?
         }
+        Query::MultiPhrase { field, terms, slop } => {
+            ("multi_phrase", field, terms.clone(), *slop).into_bound_py_any(py)?
+        }
+        Query::PhrasePrefix {
+            field,
+            terms,
+            slop,
+            max_expansions,
+        } => ("phrase_prefix", field, terms.clone(), *slop, *max_expansions)
+            .into_bound_py_any(py)?,
         Query::Range {
             field,
             lower,
@@ -501,7 +514,8 @@ fn from_state(state: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Query,
                 boost: b,
             }
         }
-        "wildcard" | "regexp" | "fuzzy" | "const" | "dis_max" | "boosting" => {
+        "wildcard" | "regexp" | "fuzzy" | "const" | "dis_max" | "boosting" | "multi_phrase"
+        | "phrase_prefix" => {
             // Kept out of this function so its stack frame stays small: deep boost chains
             // recurse through it.
             return multi_term_or_compound(&tag, &items, at, depth);
@@ -528,6 +542,33 @@ fn multi_term_or_compound(
 ) -> Result<Query, String> {
     let node = Node { tag, items, at };
     Ok(match tag {
+        "multi_phrase" | "phrase_prefix" => {
+            let prefix = tag == "phrase_prefix";
+            node.arity(if prefix { 5 } else { 4 })?;
+            let terms: Vec<(u32, Vec<String>)> = ex(node.get(2, "terms")?, at, "terms")?;
+            if terms.windows(2).any(|w| w[0].0 > w[1].0) {
+                return Err(format!(
+                    "bad query state at {at}: phrase positions not ascending"
+                ));
+            }
+            if terms.is_empty() || terms.iter().any(|(_, ts)| ts.is_empty()) {
+                return Err(format!(
+                    "bad query state at {at}: a {tag} needs terms at every position"
+                ));
+            }
+            let field = ex(node.get(1, "field")?, at, "field")?;
+            let slop = ex(node.get(3, "slop")?, at, "slop")?;
+            if prefix {
+                Query::PhrasePrefix {
+                    field,
+                    terms,
+                    slop,
+                    max_expansions: ex(node.get(4, "max_expansions")?, at, "max_expansions")?,
+                }
+            } else {
+                Query::MultiPhrase { field, terms, slop }
+            }
+        }
         "wildcard" | "regexp" => {
             node.arity(3)?;
             let field = ex(node.get(1, "field")?, at, "field")?;

@@ -238,6 +238,8 @@ fn unknown_field(q: &Query, schema: &quarry::Schema) -> Option<String> {
     match q {
         Query::Term { field, .. }
         | Query::Phrase { field, .. }
+        | Query::MultiPhrase { field, .. }
+        | Query::PhrasePrefix { field, .. }
         | Query::Prefix { field, .. }
         | Query::Wildcard { field, .. }
         | Query::Regexp { field, .. }

@@ -127,6 +127,22 @@ def test_query_objects_pickle_exactly(index):
     assert s.parse("title:oil^2").state() == ("boost", ("term", "title", "oil"), 2.0)
 
 
+def test_multi_phrase_and_phrase_prefix_states(index):
+    s = index.searcher()
+    state = ("phrase_prefix", "body", [(0, ["oil"]), (1, ["c"])], 0, 50)
+    pp = quarry.Query.from_state(state)
+    assert str(pp) == 'body:"oil c*"'
+    assert pp.state() == state
+    assert pickle.loads(pickle.dumps(pp)) == pp
+    assert [h.fields["id"] for h in s.search(pp)] == [2]  # "oil costs"
+    phrase = s.parse('body:"oil prices"')
+    mp = quarry.Query.from_state(("multi_phrase", "body", [(0, ["oil"]), (1, ["prices", "zzz"])], 0))
+    assert str(mp) == 'body:"oil (prices zzz)"'
+    assert [(h.score, h.doc) for h in s.search(mp)] == [(h.score, h.doc) for h in s.search(phrase)]
+    both = quarry.Query.from_state(("multi_phrase", "body", [(0, ["oil"]), (1, ["prices", "costs"])], 0))
+    assert sorted(h.fields["id"] for h in s.search(both)) == [1, 2]
+
+
 @pytest.mark.parametrize(
     "state, where",
     [
@@ -138,6 +154,8 @@ def test_query_objects_pickle_exactly(index):
         (("boost", ("all",), -1.0), "non-negative"),
         (("boost", ("all",), 0.1), "float32"),
         (("phrase", "body", [(2, "a"), (1, "b")], 0), "ascending"),
+        (("multi_phrase", "body", [(0, ["a"]), (1, [])], 0), "every position"),
+        (("phrase_prefix", "body", [(0, ["a"])], 0), "expected 5"),
     ],
 )
 def test_bad_query_states_are_typed_errors(state, where):
