@@ -248,10 +248,52 @@ pub fn dsl(searcher: &Searcher, node: &Value) -> Result<Query, String> {
                 .with_flags(flags)
                 .parse(body["query"].as_str().unwrap())
         }
+        "match_phrase_prefix" => return match_phrase_prefix(searcher, body),
         other => return Err(format!("unknown query type {other}")),
     };
     Ok(match num("boost") {
         Some(b) if b != 1.0 => Query::boosted(q, b),
+        _ => q,
+    })
+}
+
+/// `{"FIELD": TEXT}` or `{"FIELD": {"query", "slop", "max_expansions", "boost"}}`: the text
+/// analyzed by the field's analyzer into a [`Query::PhrasePrefix`] (what `bench/lucene`'s
+/// `LuceneDsl.matchPhrasePrefix` builds), boosted by the field's boost.
+fn match_phrase_prefix(searcher: &Searcher, body: &Value) -> Result<Query, String> {
+    let (field, spec) = body
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .ok_or_else(|| format!("match_phrase_prefix without a field: {body}"))?;
+    let opts = match spec {
+        Value::String(_) => serde_json::json!({ "query": spec }),
+        other => other.clone(),
+    };
+    let text = opts["query"].as_str().ok_or("match_phrase_prefix without query")?;
+    let schema = searcher.schema();
+    let id = schema
+        .field_id(field)
+        .ok_or_else(|| format!("unknown field {field}"))?;
+    let mut tokens = Vec::new();
+    if let Some(a) = schema.analyzer(id) {
+        a.for_each_token(text, &mut |t| tokens.push(t.to_string()));
+    }
+    let q = if tokens.is_empty() {
+        Query::MatchNone
+    } else {
+        Query::PhrasePrefix {
+            field: field.clone(),
+            terms: tokens
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (i as u32, vec![t]))
+                .collect(),
+            slop: opts["slop"].as_u64().unwrap_or(0) as u32,
+            max_expansions: opts["max_expansions"].as_u64().unwrap_or(50) as u32,
+        }
+    };
+    Ok(match opts["boost"].as_f64() {
+        Some(b) if b != 1.0 => Query::boosted(q, b as f32),
         _ => q,
     })
 }

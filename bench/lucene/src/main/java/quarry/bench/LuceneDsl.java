@@ -10,12 +10,24 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import org.apache.lucene.analysis.Analyzer;
+import org.apache.lucene.analysis.TokenStream;
 import org.apache.lucene.analysis.standard.StandardAnalyzer;
+import org.apache.lucene.analysis.tokenattributes.PositionIncrementAttribute;
+import org.apache.lucene.analysis.tokenattributes.TermToBytesRefAttribute;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.IndexReader;
+import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.index.StoredFields;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.index.Terms;
+import org.apache.lucene.index.TermsEnum;
 import org.apache.lucene.queries.function.FunctionScoreQuery;
 import org.apache.lucene.queryparser.simple.SimpleQueryParser;
 import org.apache.lucene.search.BooleanClause;
@@ -26,11 +38,16 @@ import org.apache.lucene.search.DisjunctionMaxQuery;
 import org.apache.lucene.search.Explanation;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.MatchAllDocsQuery;
+import org.apache.lucene.search.MatchNoDocsQuery;
+import org.apache.lucene.search.MultiPhraseQuery;
 import org.apache.lucene.search.Query;
+import org.apache.lucene.search.QueryVisitor;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.BytesRef;
+import org.apache.lucene.util.StringHelper;
 
 /**
  * {@code oracle-dsl}: Lucene's answers to queries written in a small subset of Elasticsearch's
@@ -44,8 +61,10 @@ import org.apache.lucene.store.FSDirectory;
  * ConstantScoreQuery), {@code boosting} (positive, negative, negative_boost:
  * FunctionScoreQuery.boostByQuery, which is what Elasticsearch's BoostingQueryBuilder builds),
  * each with an optional {@code boost} (a BoostQuery around it, as Elasticsearch wraps any query
- * whose boost is not 1), and {@code simple_query_string} (query, fields, default_operator, flags:
- * Lucene's SimpleQueryParser).
+ * whose boost is not 1), {@code simple_query_string} (query, fields, default_operator, flags:
+ * Lucene's SimpleQueryParser) and {@code match_phrase_prefix} ({@code {"FIELD": TEXT}} or {@code
+ * {"FIELD": {query, slop, max_expansions, boost}}}: {@link PhrasePrefixQuery}, what Elasticsearch's
+ * MultiPhrasePrefixQuery does).
  *
  * <p>Output: the stats line of {@code oracle}, then per query {@code type, set, kind, dsl,
  * parsed, hits, top} and, with {@code --explain N}, {@code explain}: the ids and explanation trees
@@ -132,6 +151,7 @@ final class LuceneDsl {
           }
           case "constant_score" -> new ConstantScoreQuery(build(body.get("filter")));
           case "simple_query_string" -> simpleQueryString(body);
+          case "match_phrase_prefix" -> matchPhrasePrefix(body);
           case "boosting" ->
               FunctionScoreQuery.boostByQuery(
                   build(body.get("positive")),
@@ -183,6 +203,159 @@ final class LuceneDsl {
     SimpleQueryParser p = new SimpleQueryParser(new StandardAnalyzer(), weights, flags);
     if ("and".equals(body.get("default_operator"))) p.setDefaultOperator(BooleanClause.Occur.MUST);
     return p.parse((String) body.get("query"));
+  }
+
+  /**
+   * Elasticsearch's match_phrase_prefix on one field: the text analyzed by StandardAnalyzer into
+   * a {@link PhrasePrefixQuery} (positions from the position increments, as
+   * TextFieldMapper.createPhrasePrefixQuery), a BoostQuery around it when the field's boost is not
+   * 1; no token is zero_terms_query none (a MatchNoDocsQuery).
+   */
+  static Query matchPhrasePrefix(Map<?, ?> body) throws IOException {
+    if (body.size() != 1) throw new IllegalArgumentException("match_phrase_prefix on one field");
+    Map.Entry<?, ?> e = body.entrySet().iterator().next();
+    String field = (String) e.getKey();
+    Map<?, ?> opts = e.getValue() instanceof Map<?, ?> m ? m : Map.of("query", e.getValue());
+    String text = (String) opts.get("query");
+    int slop = opts.get("slop") == null ? 0 : ((Number) opts.get("slop")).intValue();
+    int maxExpansions =
+        opts.get("max_expansions") == null ? 50 : ((Number) opts.get("max_expansions")).intValue();
+    List<Term[]> arrays = new ArrayList<>();
+    List<Integer> positions = new ArrayList<>();
+    try (Analyzer analyzer = new StandardAnalyzer();
+        TokenStream ts = analyzer.tokenStream(field, text)) {
+      TermToBytesRefAttribute term = ts.addAttribute(TermToBytesRefAttribute.class);
+      PositionIncrementAttribute inc = ts.addAttribute(PositionIncrementAttribute.class);
+      ts.reset();
+      int position = -1;
+      List<Term> current = new ArrayList<>();
+      while (ts.incrementToken()) {
+        if (inc.getPositionIncrement() != 0) {
+          if (!current.isEmpty()) {
+            arrays.add(current.toArray(new Term[0]));
+            positions.add(position);
+          }
+          position += inc.getPositionIncrement();
+          current.clear();
+        }
+        current.add(new Term(field, BytesRef.deepCopyOf(term.getBytesRef())));
+      }
+      ts.end();
+      if (!current.isEmpty()) {
+        arrays.add(current.toArray(new Term[0]));
+        positions.add(position);
+      }
+    }
+    if (arrays.isEmpty()) return new MatchNoDocsQuery();
+    Query q = new PhrasePrefixQuery(field, arrays, positions, slop, maxExpansions);
+    float boost = num(opts, "boost", 1f);
+    return boost == 1f ? q : new BoostQuery(q, boost);
+  }
+
+  /**
+   * A phrase whose last position's terms are prefixes, rewritten as Elasticsearch's
+   * MultiPhrasePrefixQuery rewrites: the prefixes expand leaf by leaf, in term order within a
+   * leaf, into a set that a prefix stops filling at {@code maxExpansions} terms (the next prefix is
+   * tried while the set holds at most that many); no expansion matches nothing; otherwise a
+   * MultiPhraseQuery of the leading positions and the expansions (sorted here, so that the oracle
+   * is the same on every run: Elasticsearch leaves a hash set's order, which changes no score).
+   * Renders as Elasticsearch's MultiPhrasePrefixQuery.toString.
+   */
+  static final class PhrasePrefixQuery extends Query {
+    private final String field;
+    private final List<Term[]> arrays;
+    private final List<Integer> positions;
+    private final int slop;
+    private final int maxExpansions;
+
+    PhrasePrefixQuery(
+        String field, List<Term[]> arrays, List<Integer> positions, int slop, int maxExpansions) {
+      this.field = field;
+      this.arrays = arrays;
+      this.positions = positions;
+      this.slop = slop;
+      this.maxExpansions = maxExpansions;
+    }
+
+    @Override
+    public Query rewrite(IndexSearcher searcher) throws IOException {
+      int last = arrays.size() - 1;
+      MultiPhraseQuery.Builder b = new MultiPhraseQuery.Builder();
+      b.setSlop(slop);
+      for (int i = 0; i < last; i++) b.add(arrays.get(i), positions.get(i));
+      Set<BytesRef> found = new HashSet<>();
+      for (Term prefix : arrays.get(last)) {
+        expand(found, prefix.bytes(), searcher.getIndexReader());
+        if (found.size() > maxExpansions) break;
+      }
+      if (found.isEmpty()) return new MatchNoDocsQuery();
+      Term[] terms = found.stream().sorted().map(t -> new Term(field, t)).toArray(Term[]::new);
+      b.add(terms, positions.get(last));
+      return b.build();
+    }
+
+    private void expand(Set<BytesRef> found, BytesRef prefix, IndexReader reader)
+        throws IOException {
+      for (LeafReaderContext leaf : reader.leaves()) {
+        Terms terms = leaf.reader().terms(field);
+        if (terms == null) continue;
+        TermsEnum te = terms.iterator();
+        if (te.seekCeil(prefix) == TermsEnum.SeekStatus.END) continue;
+        for (BytesRef t = te.term(); t != null; t = te.next()) {
+          if (!StringHelper.startsWith(t, prefix)) break;
+          found.add(BytesRef.deepCopyOf(t));
+          if (found.size() >= maxExpansions) return;
+        }
+      }
+    }
+
+    @Override
+    public String toString(String f) {
+      StringBuilder sb = new StringBuilder();
+      if (!field.equals(f)) sb.append(field).append(':');
+      sb.append('"');
+      for (int i = 0; i < arrays.size(); i++) {
+        boolean isLast = i == arrays.size() - 1;
+        Term[] ts = arrays.get(i);
+        if (i > 0) sb.append(' ');
+        if (ts.length > 1) sb.append('(');
+        for (int j = 0; j < ts.length; j++) {
+          if (j > 0) sb.append(' ');
+          sb.append(ts[j].text());
+          if (isLast) sb.append('*');
+        }
+        if (ts.length > 1) sb.append(')');
+      }
+      sb.append('"');
+      if (slop != 0) sb.append('~').append(slop);
+      return sb.toString();
+    }
+
+    @Override
+    public void visit(QueryVisitor visitor) {
+      visitor.visitLeaf(this);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      if (!sameClassAs(o)) return false;
+      PhrasePrefixQuery other = (PhrasePrefixQuery) o;
+      if (arrays.size() != other.arrays.size()) return false;
+      for (int i = 0; i < arrays.size(); i++) {
+        if (!Arrays.equals(arrays.get(i), other.arrays.get(i))) return false;
+      }
+      return field.equals(other.field)
+          && positions.equals(other.positions)
+          && slop == other.slop
+          && maxExpansions == other.maxExpansions;
+    }
+
+    @Override
+    public int hashCode() {
+      int h = Objects.hash(classHash(), field, positions, slop, maxExpansions);
+      for (Term[] ts : arrays) h = 31 * h + Arrays.hashCode(ts);
+      return h;
+    }
   }
 
   /** Elasticsearch's BoolQueryBuilder: the clauses in must, must_not, should, filter order. */
