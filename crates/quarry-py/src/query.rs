@@ -265,7 +265,13 @@ fn to_state<'py>(py: Python<'py>, q: &Query) -> PyResult<Bound<'py, PyAny>> {
             terms,
             slop,
             max_expansions,
-        } => ("phrase_prefix", field, terms.clone(), *slop, *max_expansions)
+        } => (
+            "phrase_prefix",
+            field,
+            terms.clone(),
+            *slop,
+            *max_expansions,
+        )
             .into_bound_py_any(py)?,
         Query::Range {
             field,

@@ -382,7 +382,10 @@ impl Translator<'_> {
                 "[{kind}] max_expansions must be at most {MAX_CLAUSES}, got {max_expansions}"
             )));
         }
-        let zero_terms_all = match m.get("zero_terms_query").map(|z| scalar(z, "zero_terms_query")) {
+        let zero_terms_all = match m
+            .get("zero_terms_query")
+            .map(|z| scalar(z, "zero_terms_query"))
+        {
             None => false,
             Some(z) => match z?.to_ascii_lowercase().as_str() {
                 "none" => false,
@@ -1329,9 +1332,17 @@ mod tests {
         let Query::Boost { query, .. } = q else {
             panic!("boosted")
         };
-        assert!(matches!(*query, Query::PhrasePrefix { max_expansions: 10, .. }));
-        let q = tr(json!({"multi_match": {"query": "oil pr", "fields": ["title^2", "body"],
-            "type": "phrase_prefix", "max_expansions": 3, "slop": 1}}))
+        assert!(matches!(
+            *query,
+            Query::PhrasePrefix {
+                max_expansions: 10,
+                ..
+            }
+        ));
+        let q = tr(
+            json!({"multi_match": {"query": "oil pr", "fields": ["title^2", "body"],
+            "type": "phrase_prefix", "max_expansions": 3, "slop": 1}}),
+        )
         .unwrap();
         assert_eq!(
             q.to_string(),
@@ -1342,16 +1353,26 @@ mod tests {
         // No token: zero_terms_query.
         let q = tr(json!({"match_phrase_prefix": {"body": "..."}})).unwrap();
         assert_eq!(q, Query::MatchNone);
-        let q = tr(json!({"match_phrase_prefix": {"body": {"query": "!", "zero_terms_query": "all"}}}));
+        let q =
+            tr(json!({"match_phrase_prefix": {"body": {"query": "!", "zero_terms_query": "all"}}}));
         assert_eq!(q.unwrap(), Query::MatchAll);
         assert_eq!(
             tr(json!({"match_phrase_prefix": {"nope": "a b"}})).unwrap(),
             Query::MatchNone
         );
         for (v, needle) in [
-            (json!({"match_phrase_prefix": {"body": {"query": "a", "fuzziness": 1}}}), "[fuzziness]"),
-            (json!({"match_phrase_prefix": {"body": {"slop": 1}}}), "needs [query]"),
-            (json!({"match_phrase_prefix": {"body": {"query": "a", "slop": -1}}}), "slop"),
+            (
+                json!({"match_phrase_prefix": {"body": {"query": "a", "fuzziness": 1}}}),
+                "[fuzziness]",
+            ),
+            (
+                json!({"match_phrase_prefix": {"body": {"slop": 1}}}),
+                "needs [query]",
+            ),
+            (
+                json!({"match_phrase_prefix": {"body": {"query": "a", "slop": -1}}}),
+                "slop",
+            ),
             (
                 json!({"match_phrase_prefix": {"body": {"query": "a", "max_expansions": 5000}}}),
                 "at most 1024",

@@ -48,7 +48,12 @@ fn hits(index: &Index, q: &Query) -> BTreeMap<i64, f32> {
     assert_eq!(res.total_hits as usize, res.top.len(), "{q}");
     res.top
         .iter()
-        .map(|h| (s.stored_fields(h.doc).unwrap()["id"].as_i64().unwrap(), h.score))
+        .map(|h| {
+            (
+                s.stored_fields(h.doc).unwrap()["id"].as_i64().unwrap(),
+                h.score,
+            )
+        })
         .collect()
 }
 
@@ -170,7 +175,11 @@ fn prefix(terms: Vec<(u32, Vec<&str>)>, max_expansions: u32) -> Query {
 #[test]
 fn phrase_prefix_expands_segment_by_segment() {
     let seg0 = vec![vec!["the", "golf"], vec!["the", "goldman"]];
-    let seg1 = vec![vec!["the", "gold"], vec!["the", "goal"], vec!["the", "golf"]];
+    let seg1 = vec![
+        vec!["the", "gold"],
+        vec!["the", "goal"],
+        vec!["the", "golf"],
+    ];
     let (_tmp, index) = build(&[seg0, seg1]);
     let ids = |q: &Query| hits(&index, q).into_keys().collect::<Vec<_>>();
     // Two expansions: segment 0's `goldman` and `golf`; `goal` and `gold` (segment 1, first in
@@ -179,10 +188,19 @@ fn phrase_prefix_expands_segment_by_segment() {
     assert_eq!(q.to_string(), "body:\"the go*\"");
     assert_eq!(ids(&q), [0, 1, 4]);
     // Three: segment 0's two, then segment 1's first new one.
-    assert_eq!(ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 3)), [0, 1, 3, 4]);
-    assert_eq!(ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 50)), [0, 1, 2, 3, 4]);
+    assert_eq!(
+        ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 3)),
+        [0, 1, 3, 4]
+    );
+    assert_eq!(
+        ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 50)),
+        [0, 1, 2, 3, 4]
+    );
     // `max_expansions` 0 still takes one term, as Elasticsearch's check follows the insert.
-    assert_eq!(ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 0)), [1]);
+    assert_eq!(
+        ids(&prefix(vec![(0, vec!["the"]), (1, vec!["go"])], 0)),
+        [1]
+    );
     // A single word is the disjunction of its expansions.
     assert_eq!(ids(&prefix(vec![(0, vec!["gol"])], 1)), [1]);
     // Several prefixes at the last position: the next one is tried while the expansions do

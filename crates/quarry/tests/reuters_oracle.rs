@@ -218,7 +218,12 @@ fn multiterm_queries_match_lucene() {
 /// that takes depends on the segments.
 #[test]
 fn compound_queries_match_lucene() {
-    let prefix = |q: &Value| q["kind"].as_str().unwrap().starts_with("match_phrase_prefix");
+    let prefix = |q: &Value| {
+        q["kind"]
+            .as_str()
+            .unwrap()
+            .starts_with("match_phrase_prefix")
+    };
     let file = "lucene-reuters-compound-oracle.jsonl";
     run_file(file, DirectoryKind::Mmap, 2, |q| !prefix(q));
     run_file(file, DirectoryKind::Mmap, 1, prefix);

@@ -480,7 +480,8 @@ impl At<'_> {
                     .schema
                     .field_id(field)
                     .ok_or_else(|| Error::unknown_field(self.ctx.schema, field))?;
-                let rewritten = super::multi_phrase::rewrite_phrase_prefix(self.ctx.segments, f, q)?;
+                let rewritten =
+                    super::multi_phrase::rewrite_phrase_prefix(self.ctx.segments, f, q)?;
                 self.explain(&rewritten, boost)
             }
             Query::Boost { query, boost: b } => self.explain(query, boost * b),

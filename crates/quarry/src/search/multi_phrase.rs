@@ -105,7 +105,11 @@ struct Union {
 
 impl Union {
     fn new(cursors: Vec<PostingsCursor>, offset: u32) -> Self {
-        let doc = cursors.iter().map(PostingsCursor::doc).min().unwrap_or(TERMINATED);
+        let doc = cursors
+            .iter()
+            .map(PostingsCursor::doc)
+            .min()
+            .unwrap_or(TERMINATED);
         Self {
             cursors,
             doc,
@@ -338,9 +342,7 @@ impl Scorer for MultiPhraseScorer {
         Some((self.freq, self.norm()))
     }
     fn cost(&self) -> u64 {
-        self.order
-            .first()
-            .map_or(0, |&i| self.unions[i].cost())
+        self.order.first().map_or(0, |&i| self.unions[i].cost())
     }
     fn max_score(&self) -> f32 {
         self.max

@@ -97,11 +97,16 @@ impl CollectionStats {
     }
 }
 
+/// The expansions of a fuzzy query on a field.
+type FuzzyExpander<'a> = dyn FnMut(&str, &super::multiterm::FuzzySpec) -> Result<Vec<String>> + 'a;
+/// The expansions of a phrase prefix's last position: (field, prefixes, max_expansions).
+type PrefixExpander<'a> = dyn FnMut(&str, &[String], u32) -> Result<Vec<String>> + 'a;
+
 /// The terms a query expands to when it runs: a fuzzy query's, as `fuzzy` gives them, and a
-/// phrase prefix's last position, as `prefixes(field, prefixes, max_expansions)` gives them.
+/// phrase prefix's last position, as `prefixes` gives them.
 struct Expanders<'a> {
-    fuzzy: &'a mut dyn FnMut(&str, &super::multiterm::FuzzySpec) -> Result<Vec<String>>,
-    prefixes: &'a mut dyn FnMut(&str, &[String], u32) -> Result<Vec<String>>,
+    fuzzy: &'a mut FuzzyExpander<'a>,
+    prefixes: &'a mut PrefixExpander<'a>,
 }
 
 /// Collects the `(field, term)` pairs whose document frequency scores `q`; a fuzzy query's and

@@ -41,7 +41,8 @@ pub enum Weight {
         sim: Arc<SimScorer>,
         segs: Vec<Option<PhraseEntries>>,
     },
-    /// A multi-phrase of at least two positions, not all of one term ([`MultiPhraseScorer`]):
+    /// A multi-phrase of at least two positions, not all of one term (scored by the union
+    /// of each position's postings):
     /// `offsets[position]`; `segs[segment][position]`: the entries of the position's terms
     /// present in the segment (`None`: a position has none there).
     MultiPhrase {
@@ -49,7 +50,7 @@ pub enum Weight {
         offsets: Vec<u32>,
         slop: u32,
         sim: Arc<SimScorer>,
-        segs: Vec<Option<Vec<Vec<(TermInfo, Bytes)>>>>,
+        segs: Vec<Option<PositionEntries>>,
     },
     Prefix {
         field: u32,
@@ -96,6 +97,9 @@ pub enum Weight {
     },
     Nothing,
 }
+
+/// A multi-phrase's entries in one segment: per position, those of its terms found there.
+pub type PositionEntries = Vec<Vec<(TermInfo, Bytes)>>;
 
 /// A phrase's entries in one segment: of its distinct words, or of the distinct pieces of its
 /// cover by pairs, whose (piece, offset) per piece are then `piece_slots` (the words' are the
@@ -641,7 +645,7 @@ impl Weight {
         }
         let stats = &ctx.stats[f as usize];
         let mut idf = 0f32;
-        let mut segs: Vec<Option<Vec<Vec<(TermInfo, Bytes)>>>> =
+        let mut segs: Vec<Option<PositionEntries>> =
             vec![Some(Vec::with_capacity(terms.len())); ctx.segments.len()];
         for (_, ts) in terms {
             for seg in segs.iter_mut().flatten() {

@@ -269,7 +269,9 @@ fn match_phrase_prefix(searcher: &Searcher, body: &Value) -> Result<Query, Strin
         Value::String(_) => serde_json::json!({ "query": spec }),
         other => other.clone(),
     };
-    let text = opts["query"].as_str().ok_or("match_phrase_prefix without query")?;
+    let text = opts["query"]
+        .as_str()
+        .ok_or("match_phrase_prefix without query")?;
     let schema = searcher.schema();
     let id = schema
         .field_id(field)
