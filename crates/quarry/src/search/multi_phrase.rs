@@ -8,6 +8,10 @@
 //! ([`crate::pairs`]) are never read here: a pair stands for two given words, not for any of a
 //! position's terms (a multi-phrase of one term per position runs as a phrase, which reads
 //! them where they apply).
+//!
+//! Not Lucene's: a sloppy multi-phrase where one term stands at two positions (a prefix that
+//! expands to an earlier word, `"oil o*"~2`) is counted without the repeat groups of
+//! `SloppyPhraseMatcher`, as the sloppy count shared with [`super::phrase`] has none.
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
