@@ -14,6 +14,8 @@
 //!
 //! The guide is `docs/embeddings.md` in the repository; the layout of `models/`,
 //! `docs/format/models.md`.
+mod bert;
+mod kernels;
 pub mod model;
 pub mod registry;
 

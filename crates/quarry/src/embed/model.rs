@@ -9,12 +9,14 @@
 //! model's `max_position_embeddings`, at most 512): what `SentenceTransformer.encode` does.
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
+use rayon::prelude::*;
 use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationParams, TruncationStrategy};
 
+use super::bert::Encoder;
 use crate::{Error, Result};
 
 /// How the token vectors of a text become one vector (sentence-transformers' `Pooling`).
@@ -30,15 +32,16 @@ pub enum Pooling {
     MeanSqrtLen,
 }
 
-/// The texts one forward pass takes at most: enough to keep the matrix kernels busy, few
-/// enough that padding to the longest text of a batch (texts are sorted by length first)
-/// costs little.
-const BATCH: usize = 32;
+/// The tokens one forward pass takes at most (texts are packed without padding; a longer
+/// text is a batch of its own): enough rows to keep the matrix kernels efficient, few enough
+/// that the intermediate activations (tokens x 1536 floats for MiniLM) stay near the cache and
+/// that a document set splits into batches for every thread.
+const BATCH_TOKENS: usize = 2048;
 
 /// A loaded model: tokenizer, BERT encoder and the pooling settings.
 pub struct SentenceModel {
     tokenizer: Tokenizer,
-    bert: BertModel,
+    bert: Encoder,
     pooling: Pooling,
     normalize: bool,
     max_tokens: usize,
@@ -140,8 +143,8 @@ impl SentenceModel {
             .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
         // Checkpoints saved from a `BertModel` have no prefix; ones saved from a task model
         // (`BertForMaskedLM`, ...) keep theirs under `bert.`.
-        let bert = BertModel::load(vb.clone(), &config)
-            .or_else(|_| BertModel::load(vb.pp("bert"), &config))
+        let bert = Encoder::load(vb.clone(), &config)
+            .or_else(|_| Encoder::load(vb.pp("bert"), &config))
             .map_err(|e| {
                 model_error(
                     dir,
@@ -218,55 +221,72 @@ impl SentenceModel {
     }
 
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Encoding>> {
+        let err = |e| model_error(&self.dir, format!("tokenizing: {e}"));
+        // One text (a query) on the calling thread: `encode_batch` hands even one text to
+        // rayon's pool, whose wake-up is a measurable part of a short query's latency.
+        if let [text] = texts {
+            return Ok(vec![self.tokenizer.encode(*text, true).map_err(err)?]);
+        }
         self.tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| model_error(&self.dir, format!("tokenizing: {e}")))
+            .map_err(err)
     }
 
-    /// One vector per text, in order. Texts are sorted by length and run in batches, so that a
-    /// batch pads little; the matrix products use every core (candle's CPU kernels, sized by
-    /// `RAYON_NUM_THREADS`).
+    /// One vector per text, in order. Texts are sorted by length (longest first) and packed
+    /// into batches of at most [`BATCH_TOKENS`] tokens. With several threads (candle's count:
+    /// `RAYON_NUM_THREADS`, else every core) and several batches, the batches run side by side
+    /// on rayon's threads, each as one stream of work (a matrix product's own split of work
+    /// then stays on the thread that runs it, unless another thread is idle); a single batch
+    /// (a query) splits its matrix products over the threads instead.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let encodings = self.tokenize(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
+        let mut batches: Vec<&[usize]> = Vec::new();
+        let (mut from, mut tokens) = (0, 0);
+        for (k, &i) in order.iter().enumerate() {
+            let len = encodings[i].get_ids().len();
+            if k > from && tokens + len > BATCH_TOKENS {
+                batches.push(&order[from..k]);
+                (from, tokens) = (k, 0);
+            }
+            tokens += len;
+        }
+        if from < order.len() {
+            batches.push(&order[from..]);
+        }
+        let run = |batch: &&[usize]| -> Result<Vec<Vec<f32>>> {
+            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
+            self.forward(&ids)
+        };
+        let threads = candle_core::utils::get_num_threads();
+        let results: Vec<Vec<Vec<f32>>> = if threads > 1 && batches.len() > 1 {
+            batches.par_iter().map(run).collect::<Result<_>>()?
+        } else {
+            batches.iter().map(run).collect::<Result<_>>()?
+        };
         let mut out = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH) {
-            let encs: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
-            for (&i, v) in batch.iter().zip(self.forward(&encs)?) {
+        for (batch, vectors) in batches.iter().zip(results) {
+            for (&i, v) in batch.iter().zip(vectors) {
                 out[i] = v;
             }
         }
         Ok(out)
     }
 
-    /// Runs one padded batch through the encoder and pools it.
-    fn forward(&self, encs: &[&Encoding]) -> Result<Vec<Vec<f32>>> {
-        let err = |e: candle_core::Error| model_error(&self.dir, e);
-        let len = encs.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
-        let n = encs.len();
-        let mut ids = vec![0u32; n * len];
-        let mut mask = vec![0u32; n * len];
-        for (row, e) in encs.iter().enumerate() {
-            let t = e.get_ids();
-            ids[row * len..row * len + t.len()].copy_from_slice(t);
-            mask[row * len..row * len + t.len()].fill(1);
-        }
-        let dev = Device::Cpu;
-        let ids = Tensor::from_vec(ids, (n, len), &dev).map_err(err)?;
-        let types = ids.zeros_like().map_err(err)?;
-        let mask_t = Tensor::from_vec(mask.clone(), (n, len), &dev).map_err(err)?;
+    /// Runs one batch of texts (token ids) through the encoder and pools each text.
+    fn forward(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         let hidden = self
             .bert
-            .forward(&ids, &types, Some(&mask_t))
-            .map_err(err)?;
-        let hidden: Vec<Vec<Vec<f32>>> = hidden.to_vec3().map_err(err)?;
-        Ok(hidden
+            .forward(ids)
+            .map_err(|e| model_error(&self.dir, e))?;
+        let mut start = 0;
+        Ok(ids
             .iter()
-            .enumerate()
-            .map(|(row, tokens)| {
-                let m = &mask[row * len..(row + 1) * len];
-                let mut v = pool(self.pooling, tokens, m, self.dims);
+            .map(|seq| {
+                let rows = &hidden[start * self.dims..(start + seq.len()) * self.dims];
+                start += seq.len();
+                let mut v = pool(self.pooling, rows, self.dims);
                 if self.normalize {
                     unit(&mut v);
                 }
@@ -276,17 +296,15 @@ impl SentenceModel {
     }
 }
 
-/// Pools the token vectors whose mask is 1.
-fn pool(pooling: Pooling, tokens: &[Vec<f32>], mask: &[u32], dims: usize) -> Vec<f32> {
-    let live = tokens
-        .iter()
-        .zip(mask)
-        .filter(|(_, &m)| m == 1)
-        .map(|t| t.0);
-    let count = mask.iter().filter(|&&m| m == 1).count().max(1) as f32;
+/// Pools the token vectors of one text (`rows`: one row of `dims` per token).
+fn pool(pooling: Pooling, rows: &[f32], dims: usize) -> Vec<f32> {
+    let count = (rows.len() / dims).max(1) as f32;
+    let mut tokens = rows.chunks_exact(dims);
     match pooling {
-        Pooling::Cls => tokens.first().cloned().unwrap_or_else(|| vec![0.0; dims]),
-        Pooling::Max => live.fold(vec![f32::NEG_INFINITY; dims], |mut acc, t| {
+        Pooling::Cls => tokens
+            .next()
+            .map_or_else(|| vec![0.0; dims], <[f32]>::to_vec),
+        Pooling::Max => tokens.fold(vec![f32::NEG_INFINITY; dims], |mut acc, t| {
             for (a, x) in acc.iter_mut().zip(t) {
                 *a = a.max(*x);
             }
@@ -294,7 +312,7 @@ fn pool(pooling: Pooling, tokens: &[Vec<f32>], mask: &[u32], dims: usize) -> Vec
         }),
         Pooling::Mean | Pooling::MeanSqrtLen => {
             let mut sum = vec![0.0f32; dims];
-            for t in live {
+            for t in tokens {
                 for (a, x) in sum.iter_mut().zip(t) {
                     *a += x;
                 }
@@ -321,12 +339,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mean_pooling_skips_padding() {
-        let tokens = vec![vec![1.0, 2.0], vec![3.0, 4.0], vec![100.0, 100.0]];
-        assert_eq!(pool(Pooling::Mean, &tokens, &[1, 1, 0], 2), vec![2.0, 3.0]);
-        assert_eq!(pool(Pooling::Max, &tokens, &[1, 1, 0], 2), vec![3.0, 4.0]);
-        assert_eq!(pool(Pooling::Cls, &tokens, &[1, 1, 0], 2), vec![1.0, 2.0]);
-        let s = pool(Pooling::MeanSqrtLen, &tokens, &[1, 1, 0], 2);
+    fn pooling_modes() {
+        let tokens = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(pool(Pooling::Mean, &tokens, 2), vec![2.0, 3.0]);
+        assert_eq!(pool(Pooling::Max, &tokens, 2), vec![3.0, 4.0]);
+        assert_eq!(pool(Pooling::Cls, &tokens, 2), vec![1.0, 2.0]);
+        let s = pool(Pooling::MeanSqrtLen, &tokens, 2);
         assert!((s[0] - 4.0 / 2f32.sqrt()).abs() < 1e-6);
     }
 
