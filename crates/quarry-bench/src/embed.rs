@@ -2,7 +2,7 @@
 //! (torch) on the same texts, model and thread counts, in one run.
 //!
 //! Texts: the first `--docs` non-empty Reuters bodies of `data/reuters21578.jsonl.zst` (the
-//! documents: throughput, texts/s, batch 32) and the W1 query texts of the embedding fixture
+//! documents: throughput, texts/s; sentence-transformers in batches of 32) and the W1 query texts of the embedding fixture
 //! (`tests/fixtures/embeddings/minilm-reuters500.json`: latency of one query alone, p50 and
 //! p99). Each engine runs in its own process per thread count (quarry: this binary's `--driver`
 //! with `RAYON_NUM_THREADS`, which sizes candle's matrix kernels; sentence-transformers:
@@ -226,8 +226,9 @@ fn render(args: &EmbedArgs, model: &Path, nq: usize, rows: &[Row]) -> String {
         "# Text embedding: quarry vs sentence-transformers\n\n\
          Command: `{}` ({} build) on commit {} ({}). Model: all-MiniLM-L6-v2 from `{}`. Machine: {} core(s), load average at the end {}.\n\n\
          Throughput: the first {} non-empty Reuters bodies embedded in one call (quarry: sorted by \
-         length, batches of 32; sentence-transformers: `encode(batch_size=32)`, which also sorts by \
-         length), after a warm-up batch. Query latency: each of the {nq} W1 query texts embedded \
+         length, packed without padding into batches of at most 2048 tokens, batches side by side \
+         on the threads; sentence-transformers: `encode(batch_size=32)`, which also sorts by \
+         length and pads each batch), after a warm-up batch. Query latency: each of the {nq} W1 query texts embedded \
          alone, {} times over. Medians of {} alternating runs per engine and thread count.\n\n\
          | Threads | Engine | Texts/s | Query p50 (ms) | Query p99 (ms) |\n|---|---|---|---|---|\n",
         std::env::args().collect::<Vec<_>>().join(" "),
