@@ -83,7 +83,8 @@ struct BoundedBreaks<'a> {
     /// Where the sentence breaks after the last of `sentences` come from; `None` once every
     /// break (and the value's end) is in `sentences`.
     more: Option<SentenceStarts<'a>>,
-    /// Word breaks, found when a sentence first needs cutting.
+    /// Tests: the whole value's word breaks.
+    #[cfg(test)]
     words: Option<Vec<u32>>,
     max: i64,
     /// The start of the value (a passage's earliest start).
@@ -92,6 +93,9 @@ struct BoundedBreaks<'a> {
     len: i64,
     window: (i64, i64),
     inner: (i64, i64),
+    /// Tests: segment the whole value's words (the slow twin of the window's own).
+    #[cfg(test)]
+    whole_value_words: bool,
 }
 
 /// The last break before `offset` (the first break when there is none).
@@ -115,12 +119,15 @@ impl<'a> BoundedBreaks<'a> {
             range,
             sentences: Vec::new(),
             more: Some(SentenceStarts::new(text)),
+            #[cfg(test)]
             words: None,
             max: max as i64,
             first: i64::from(units.unit(range.0)),
             len: i64::from(units.unit(range.1)),
             window: (-1, -1),
             inner: (-1, 0),
+            #[cfg(test)]
+            whole_value_words: false,
         }
     }
 
@@ -177,12 +184,12 @@ impl<'a> BoundedBreaks<'a> {
         if self.inner.1 - self.inner.0 > max {
             // Too long: cut at word breaks, first on the left, then on the right.
             if offset - max > self.inner.0 {
-                let cut = preceding(self.words(), offset - max);
+                let cut = self.word_before(offset - max);
                 self.inner.0 = self.inner.0.max(cut);
             }
             let remaining = (max - (offset - self.inner.0)).max(0);
             if offset + remaining < self.window.1 {
-                let cut = following(self.words(), offset + remaining, len);
+                let cut = self.word_after(offset + remaining, len);
                 self.inner.1 = self.window.1.min(cut);
             }
         }
@@ -193,6 +200,86 @@ impl<'a> BoundedBreaks<'a> {
         self.inner.1
     }
 
+    /// The last word break before `x` (in the window, or the window's end), as
+    /// `preceding(words, x)` over the window's breaks ([`BoundedBreaks::words`]).
+    fn word_before(&mut self, x: i64) -> i64 {
+        #[cfg(test)]
+        if self.whole_value_words {
+            return preceding(self.words(), x);
+        }
+        if x > self.window.1 {
+            return self.window.1;
+        }
+        let mut last = None;
+        self.window_words(x - 1, |b| {
+            if b < x {
+                last = Some(b);
+                true
+            } else {
+                false
+            }
+        });
+        last.unwrap_or(self.window.0)
+    }
+
+    /// The first word break after `y` (in the window, or the window's end; `len` past it), as
+    /// `following(words, y, len)` over the window's breaks.
+    fn word_after(&mut self, y: i64, len: i64) -> i64 {
+        #[cfg(test)]
+        if self.whole_value_words {
+            return following(self.words(), y, len);
+        }
+        if y >= self.window.1 {
+            return len;
+        }
+        let mut first = None;
+        self.window_words(y, |b| {
+            if b > y {
+                first = Some(b);
+                false
+            } else {
+                true
+            }
+        });
+        first.unwrap_or(self.window.1)
+    }
+
+    /// Calls `f` with the window's word breaks (UTF-16 offsets, ascending, below the window's
+    /// end) from a restart point at or before `at` on, while it returns true.
+    ///
+    /// Only the words around the cut are segmented: the restart point is the last word after
+    /// an ASCII space at or before `at` (or the window's start). UAX #29's word rules look
+    /// back past neither (a space is no letter, digit or joiner, and an ASCII character after
+    /// it is no extending mark), so breaks from there are the whole value's. The window's
+    /// start is a sentence start, which they do not look back past either: the character
+    /// before it is a space, closing punctuation, a terminator or a separator. The text after
+    /// the window is passed as look-ahead. (`words_of_window_are_the_values`, a property test,
+    /// holds this to the whole value's segmentation.)
+    fn window_words(&self, at: i64, mut f: impl FnMut(i64) -> bool) {
+        let units = self.units;
+        let lo = units.byte(self.window.0 as u32);
+        let hi = units.byte(self.window.1 as u32);
+        let bytes = units.text.as_bytes();
+        let mut from = units.byte(at.clamp(self.window.0, self.window.1) as u32);
+        while from > lo {
+            if from < bytes.len()
+                && bytes[from - 1] == b' '
+                && bytes[from].is_ascii()
+                && bytes[from] != b' '
+            {
+                break;
+            }
+            from -= 1;
+        }
+        for (b, _) in units.text[from..self.range.1].split_word_bound_indices() {
+            if from + b >= hi || !f(i64::from(units.unit(from + b))) {
+                return;
+            }
+        }
+    }
+
+    /// The whole value's word breaks (tests: the slow twin of [`BoundedBreaks::window_words`]).
+    #[cfg(test)]
     fn words(&mut self) -> &[u32] {
         let (units, range) = (self.units, self.range);
         self.words.get_or_insert_with(|| {
@@ -347,7 +434,13 @@ fn form_passages(
     matches: &[(i64, i64, usize)],
     fragment_size: usize,
 ) -> Vec<Passage> {
-    let mut breaks = BoundedBreaks::new(units, value, fragment_size);
+    form_passages_with(BoundedBreaks::new(units, value, fragment_size), matches)
+}
+
+fn form_passages_with(
+    mut breaks: BoundedBreaks<'_>,
+    matches: &[(i64, i64, usize)],
+) -> Vec<Passage> {
     let content_len = breaks.len;
     let mut out: Vec<Passage> = Vec::new();
     let mut last_end = breaks.first;
@@ -411,6 +504,7 @@ fn format(units: &Units<'_>, p: &Passage, opts: &PassageOptions<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn m(text: &str, word: &str) -> Vec<Match> {
         text.match_indices(word)
@@ -522,6 +616,56 @@ mod tests {
         let t = tf(1, 10);
         assert!((t - 1.0 / (1.0 + 1.2 * (0.25 + 0.75 * 10.0 / 87.0))).abs() < 1e-6);
         assert!((position_norm(0) - (1.0 + 1.0 / 87f32.ln())).abs() < 1e-6);
+    }
+
+    fn mixed_text() -> impl Strategy<Value = String> {
+        // Words and the characters UAX #29's word and sentence rules treat specially: Hebrew
+        // and Arabic letters (sentence OLetter, word letters), mid-word punctuation, quotes,
+        // digits, terminators, ZWJ and pictographs, regional indicators, combining marks.
+        let piece = prop_oneof![
+            4 => "[a-zA-Z]{1,7}",
+            1 => "[0-9]{1,3}",
+            3 => Just(" ".to_string()),
+            2 => prop::sample::select(vec![".", ". ", "! ", "? ", ".\"", ":", ",", "'", "\"", ")"])
+                .prop_map(str::to_string),
+            1 => prop::sample::select(vec!["\u{5d0}\u{5d1}", "\u{627}\u{644}", "\u{200d}", "\u{1f600}",
+                "\u{1f1fa}\u{1f1f8}", "\u{301}", "\n", "\u{2029}", "\u{3002}", "\u{4e2d}"])
+                .prop_map(str::to_string),
+        ];
+        proptest::collection::vec(piece, 0..60).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Passages cut at the words of the window alone are the ones cut at the whole value's
+        /// words.
+        #[test]
+        fn words_of_window_are_the_values(
+            text in mixed_text(),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..6),
+            size in 1usize..40,
+        ) {
+            let units = Units::new(&text);
+            let len = units.len();
+            prop_assume!(len > 0);
+            let starts: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
+            let mut ms: Vec<(i64, i64, usize)> = picks
+                .iter()
+                .map(|i| {
+                    let b = starts[i.index(starts.len())];
+                    let e = b + text[b..].chars().next().map_or(0, char::len_utf8);
+                    (i64::from(units.unit(b)), i64::from(units.unit(e)), 0)
+                })
+                .collect();
+            ms.sort();
+            ms.dedup();
+            let fast = form_passages(&units, (0, text.len()), &ms, size);
+            let mut slow = BoundedBreaks::new(&units, (0, text.len()), size);
+            slow.whole_value_words = true;
+            let slow = form_passages_with(slow, &ms);
+            let spans = |ps: &[Passage]| ps.iter().map(|p| (p.start, p.end)).collect::<Vec<_>>();
+            prop_assert_eq!(spans(&fast), spans(&slow), "{:?}", text);
+        }
     }
 
     #[test]

@@ -97,6 +97,20 @@ impl Iterator for AsciiSentences<'_> {
         let mut tail: Option<(bool, bool)> = None;
         let mut i = start + 1;
         while i < b.len() {
+            if tail.is_none() {
+                // Without a terminator before it, a break needs a paragraph separator (SB4)
+                // or a terminator (SB11) right before: skip to the next one.
+                match b[i - 1..]
+                    .iter()
+                    .position(|&c| matches!(c, b'.' | b'!' | b'?' | b'\r' | b'\n'))
+                {
+                    Some(p) => i += p,
+                    None => i = b.len(),
+                }
+                if i >= b.len() {
+                    break;
+                }
+            }
             let prev = cat(b[i - 1]);
             tail = match (prev, tail) {
                 (p, _) if sa_term(p) => Some((p == Cat::ATerm, false)),
