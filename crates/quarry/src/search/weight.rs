@@ -1086,7 +1086,7 @@ impl Weight {
                 }
             }
             Weight::Automaton { field, nfa, score } => {
-                let docs = multiterm::automaton_docs(seg, *field, &automaton::Utf8(&**nfa))?;
+                let docs = multiterm::automaton_docs(seg, *field, &automaton::LazyDfa::new(nfa))?;
                 if docs.is_empty() {
                     None
                 } else {

@@ -177,6 +177,172 @@ impl CharAutomaton for Nfa {
     }
 }
 
+/// An [`Nfa`] read a byte at a time with its states determinized as the dictionary walk reaches
+/// them: a state seen before is a number and its transitions a table lookup, where
+/// [`Utf8`]`<&Nfa>` computes (and allocates) an epsilon closure per byte. The transitions are
+/// the ones `Utf8<&Nfa>` computes, memoized, so both accept the same terms. At most
+/// [`LazyDfa::MAX_STATES`] states are kept; past them the walk goes on with uncached states.
+pub struct LazyDfa<'a> {
+    nfa: &'a Nfa,
+    /// How many states may be kept.
+    cap: usize,
+    cache: std::cell::RefCell<DfaCache>,
+}
+
+/// Interned states: `Utf8<&Nfa>`'s states (equal when their pending bytes are), each with
+/// its 256 transitions (`UNSEEN` until first taken) and whether it matches / can still match.
+#[derive(Default)]
+struct DfaCache {
+    ids: rustc_hash::FxHashMap<Utf8State<NfaState>, u32>,
+    states: Vec<Utf8State<NfaState>>,
+    next: Vec<[u32; 256]>,
+    is_match: Vec<bool>,
+    can_match: Vec<bool>,
+    /// Per state, the ASCII bytes that lead somewhere (bit per byte): another ASCII byte
+    /// from a state between characters leads to the empty set, found without the NFA. Most
+    /// transitions the walk tries are of this kind (every first byte of the dictionary, from
+    /// the start state).
+    live_ascii: Vec<u128>,
+    /// The empty set between characters, once interned.
+    dead: Option<u32>,
+}
+
+const UNSEEN: u32 = u32::MAX;
+
+impl std::hash::Hash for Utf8State<NfaState> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.inner.hash(h);
+        self.pending[..usize::from(self.len.min(4))].hash(h);
+    }
+}
+
+impl PartialEq for Utf8State<NfaState> {
+    fn eq(&self, o: &Self) -> bool {
+        let (a, b) = (usize::from(self.len.min(4)), usize::from(o.len.min(4)));
+        self.inner == o.inner && self.pending[..a] == o.pending[..b]
+    }
+}
+
+impl Eq for Utf8State<NfaState> {}
+
+/// A [`LazyDfa`] state: interned, or (past the cap) computed as `Utf8<&Nfa>` would.
+#[derive(Clone)]
+pub enum LazyState {
+    Cached(u32),
+    Raw(Utf8State<NfaState>),
+}
+
+impl<'a> LazyDfa<'a> {
+    /// States kept: 4,096 tables of 1 KiB.
+    pub const MAX_STATES: usize = 4096;
+
+    pub fn new(nfa: &'a Nfa) -> Self {
+        Self::with_cap(nfa, Self::MAX_STATES)
+    }
+
+    /// A lazy DFA keeping at most `cap` states (tests use a small cap).
+    pub(crate) fn with_cap(nfa: &'a Nfa, cap: usize) -> Self {
+        LazyDfa {
+            nfa,
+            cap,
+            cache: Default::default(),
+        }
+    }
+
+    /// The id of `s` (interned now if there is room), or `s` itself.
+    fn intern(&self, cache: &mut DfaCache, s: Utf8State<NfaState>) -> LazyState {
+        if let Some(&id) = cache.ids.get(&s) {
+            return LazyState::Cached(id);
+        }
+        if cache.states.len() >= self.cap {
+            return LazyState::Raw(s);
+        }
+        let slow = Utf8(self.nfa);
+        let id = cache.states.len() as u32;
+        let mut live = u128::MAX;
+        if let (Some(set), 0) = (&s.inner, s.len) {
+            live = 0;
+            for &i in set.iter() {
+                if let NState::Class(ranges, _) = &self.nfa.states[i as usize] {
+                    for &(lo, hi) in ranges {
+                        for c in lo..=hi.min(127) {
+                            live |= 1 << c;
+                        }
+                    }
+                }
+            }
+        }
+        cache.live_ascii.push(live);
+        cache.is_match.push(fst::Automaton::is_match(&slow, &s));
+        cache.can_match.push(fst::Automaton::can_match(&slow, &s));
+        cache.next.push([UNSEEN; 256]);
+        cache.states.push(s.clone());
+        cache.ids.insert(s, id);
+        LazyState::Cached(id)
+    }
+}
+
+impl fst::Automaton for LazyDfa<'_> {
+    type State = LazyState;
+    fn start(&self) -> LazyState {
+        let s = fst::Automaton::start(&Utf8(self.nfa));
+        self.intern(&mut self.cache.borrow_mut(), s)
+    }
+    fn is_match(&self, s: &LazyState) -> bool {
+        match s {
+            LazyState::Cached(id) => self.cache.borrow().is_match[*id as usize],
+            LazyState::Raw(r) => fst::Automaton::is_match(&Utf8(self.nfa), r),
+        }
+    }
+    fn can_match(&self, s: &LazyState) -> bool {
+        match s {
+            LazyState::Cached(id) => self.cache.borrow().can_match[*id as usize],
+            LazyState::Raw(r) => fst::Automaton::can_match(&Utf8(self.nfa), r),
+        }
+    }
+    fn accept(&self, s: &LazyState, byte: u8) -> LazyState {
+        let slow = Utf8(self.nfa);
+        match s {
+            LazyState::Raw(r) => {
+                let next = fst::Automaton::accept(&slow, r, byte);
+                self.intern(&mut self.cache.borrow_mut(), next)
+            }
+            LazyState::Cached(id) => {
+                let mut cache = self.cache.borrow_mut();
+                let known = cache.next[*id as usize][usize::from(byte)];
+                if known != UNSEEN {
+                    return LazyState::Cached(known);
+                }
+                let out = if byte < 128 && cache.live_ascii[*id as usize] & (1 << byte) == 0 {
+                    // What `Utf8<&Nfa>` gives: a whole character no class takes, the empty set.
+                    match cache.dead {
+                        Some(dead) => LazyState::Cached(dead),
+                        None => {
+                            let empty = Utf8State {
+                                inner: Some(NfaState::from([])),
+                                pending: [0; 4],
+                                len: 0,
+                            };
+                            let out = self.intern(&mut cache, empty);
+                            if let LazyState::Cached(d) = out {
+                                cache.dead = Some(d);
+                            }
+                            out
+                        }
+                    }
+                } else {
+                    let next = fst::Automaton::accept(&slow, &cache.states[*id as usize], byte);
+                    self.intern(&mut cache, next)
+                };
+                if let LazyState::Cached(to) = out {
+                    cache.next[*id as usize][usize::from(byte)] = to;
+                }
+                out
+            }
+        }
+    }
+}
+
 /// Builds an [`Nfa`] from fragments: each fragment is a start state and the list of states
 /// whose (still unset) target is its exit.
 pub(crate) struct NfaBuilder {
@@ -431,6 +597,44 @@ impl CharAutomaton for Levenshtein {
 /// substring is edited twice): insertions, deletions, substitutions and, with `transpositions`,
 /// swaps of adjacent characters each cost one.
 pub fn osa_distance(a: &[char], b: &[char], transpositions: bool) -> usize {
+    // Three rolling rows of the table (rows i-2, i-1, i), on the stack for terms of up to 63
+    // characters: fuzzy expansion computes this once per accepted dictionary term.
+    let m = b.len();
+    let mut stack = [[0usize; 64]; 3];
+    let mut heap;
+    let (r2, r1, r0): (&mut [usize], &mut [usize], &mut [usize]) = if m < 64 {
+        let [x, y, z] = &mut stack;
+        (&mut x[..=m], &mut y[..=m], &mut z[..=m])
+    } else {
+        heap = vec![0usize; 3 * (m + 1)];
+        let (x, rest) = heap.split_at_mut(m + 1);
+        let (y, z) = rest.split_at_mut(m + 1);
+        (x, y, z)
+    };
+    let (mut before, mut prev, mut cur) = (r2, r1, r0);
+    for (j, cell) in prev.iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if transpositions && i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(before[j - 2] + 1);
+            }
+            cur[j] = v;
+        }
+        // Rotate: row i becomes i-1, i-1 becomes i-2; the old i-2 is overwritten next.
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[m]
+}
+
+/// The reference table-filling [`osa_distance`] (tests).
+#[cfg(test)]
+fn osa_distance_table(a: &[char], b: &[char], transpositions: bool) -> usize {
     let (n, m) = (a.len(), b.len());
     let mut d = vec![vec![0usize; m + 1]; n + 1];
     for (i, row) in d.iter_mut().enumerate() {
@@ -527,6 +731,21 @@ mod tests {
     }
 
     proptest! {
+        /// The rolling-rows distance is the table's, short and long terms alike.
+        #[test]
+        fn osa_rows_are_the_table(
+            a in proptest::collection::vec(prop_oneof![97u32..100, 0xe0u32..0xe2], 0..70),
+            b in proptest::collection::vec(prop_oneof![97u32..100, 0xe0u32..0xe2], 0..70),
+            transpositions in any::<bool>(),
+        ) {
+            let a: Vec<char> = a.into_iter().filter_map(char::from_u32).collect();
+            let b: Vec<char> = b.into_iter().filter_map(char::from_u32).collect();
+            prop_assert_eq!(
+                osa_distance(&a, &b, transpositions),
+                osa_distance_table(&a, &b, transpositions)
+            );
+        }
+
         /// A wildcard pattern's automaton, intersected with a dictionary, finds exactly the
         /// terms a scan with the plain matcher finds.
         #[test]
@@ -542,7 +761,32 @@ mod tests {
             let want: BTreeSet<String> = terms.iter().filter(|t| glob(&pattern, t)).cloned().collect();
             let scan: BTreeSet<String> = terms.iter().filter(|t| nfa.matches(t)).cloned().collect();
             prop_assert_eq!(&scan, &want);
+            let set = fst::Set::from_iter(terms.iter()).unwrap();
+            let lazy: BTreeSet<String> =
+                set.search(LazyDfa::new(&nfa)).into_stream().into_strs().unwrap().into_iter().collect();
+            prop_assert_eq!(&lazy, &want);
             prop_assert_eq!(fst_matches(&terms, nfa), want);
+        }
+
+        /// Past its cap of kept states, the lazy DFA goes on with uncached states and still
+        /// accepts what the NFA does.
+        #[test]
+        fn lazy_dfa_past_its_cap_is_the_nfa(
+            terms in proptest::collection::btree_set(small_word(), 0..60),
+            pattern in proptest::collection::vec(
+                prop_oneof![4 => (97u8..101).prop_map(|b| (b as char).to_string()),
+                            1 => Just("*".to_string()), 1 => Just("?".to_string()),
+                            1 => Just("\u{e1}".to_string())], 0..6)
+                .prop_map(|v| v.concat()),
+            cap in 0usize..4,
+        ) {
+            let nfa = wildcard(&pattern).unwrap();
+            let want: BTreeSet<String> = terms.iter().filter(|t| nfa.matches(t)).cloned().collect();
+            let set = fst::Set::from_iter(terms.iter()).unwrap();
+            let dfa = LazyDfa::with_cap(&nfa, cap);
+            let lazy: BTreeSet<String> =
+                set.search(&dfa).into_stream().into_strs().unwrap().into_iter().collect();
+            prop_assert_eq!(lazy, want);
         }
 
         /// A Levenshtein automaton finds exactly the terms within the distance (by the optimal

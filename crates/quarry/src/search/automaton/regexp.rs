@@ -517,12 +517,21 @@ mod tests {
             let nfa = compile(&g.render()).unwrap();
             let want: BTreeSet<String> = terms.iter().filter(|t| g.full(t)).cloned().collect();
             let set = fst::Set::from_iter(terms.iter()).unwrap();
+            // The lazy DFA the search walks accepts what the NFA does.
+            let lazy: BTreeSet<String> = set
+                .search(super::super::LazyDfa::new(&nfa))
+                .into_stream()
+                .into_strs()
+                .unwrap()
+                .into_iter()
+                .collect();
             let mut got = BTreeSet::new();
             let mut stream = set.search(Utf8(nfa)).into_stream();
             while let Some(k) = stream.next() {
                 got.insert(String::from_utf8(k.to_vec()).unwrap());
             }
-            prop_assert_eq!(got, want, "pattern {}", g.render());
+            prop_assert_eq!(&got, &want, "pattern {}", g.render());
+            prop_assert_eq!(lazy, want, "pattern {} (lazy DFA)", g.render());
         }
     }
 }
