@@ -220,7 +220,7 @@ fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
         if is_match && node.is_final() {
             add(&key, out.cat(node.final_output()).value())?;
         }
-        if can_match && node.len() > 0 {
+        if can_match && !node.is_empty() {
             stack.push(Frame {
                 node,
                 next: 0,

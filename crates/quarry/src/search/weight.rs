@@ -1086,7 +1086,11 @@ impl Weight {
                 }
             }
             Weight::Automaton { field, nfa, score } => {
-                let docs = multiterm::automaton_docs(seg, *field, &automaton::LazyDfa::new(nfa))?;
+                let docs = if nfa.has_loop() {
+                    multiterm::automaton_docs(seg, *field, &automaton::LazyDfa::new(nfa))?
+                } else {
+                    multiterm::automaton_docs(seg, *field, &automaton::Utf8(&**nfa))?
+                };
                 if docs.is_empty() {
                     None
                 } else {
