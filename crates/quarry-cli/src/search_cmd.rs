@@ -128,21 +128,35 @@ fn run_knn(
                 Fusion::rrf(window)
             };
             let label = format!("{text} + knn {field} ({})", args.fusion);
-            (label, searcher.hybrid(&tq, &q, &fusion, args.top)?)
+            (label, searcher.hybrid_hits(&tq, &q, &fusion, args.top)?)
         }
         None if args.semantic.is_some() => (
             format!(
                 "semantic {field}: {}",
                 args.query.as_deref().unwrap_or_default()
             ),
-            searcher.knn(&q)?,
+            searcher.knn_hits(&q)?,
         ),
-        None => (format!("knn {field}"), searcher.knn(&q)?),
+        None => (format!("knn {field}"), searcher.knn_hits(&q)?),
     };
     let micros = start.elapsed().as_secs_f64() * 1e6;
     let mut top = Vec::with_capacity(hits.len());
     for h in &hits {
-        top.push(json!({"score": h.score, "doc": Value::Object(searcher.stored_fields(h.doc)?)}));
+        let mut hit = Map::new();
+        hit.insert("score".into(), json!(h.hit.score));
+        hit.insert(
+            "doc".into(),
+            Value::Object(searcher.stored_fields(h.hit.doc)?),
+        );
+        // Which passage of the document's text scored it (a field embedded with passages).
+        if let Some(p) = &h.passage {
+            let mut passage = json!({"index": p.index, "start": p.start, "end": p.end});
+            if let Some(text) = searcher.passage_text(h.hit.doc, field, p)? {
+                passage["text"] = json!(text);
+            }
+            hit.insert("passage".into(), passage);
+        }
+        top.push(Value::Object(hit));
     }
     Ok((
         json!({"query": label, "hits": hits.len(), "hits_exact": true, "top": top}),
@@ -402,6 +416,22 @@ fn print_human(out: &mut impl Write, v: &Value, micros: f64) -> Result<()> {
                 h["score"].as_f64().unwrap_or(0.0),
                 summary(&doc)
             )?,
+        }
+        if let Some(p) = h.get("passage") {
+            let text = p["text"].as_str().map(|t| {
+                let t = t.replace('\n', " ");
+                let cut: String = t.chars().take(100).collect();
+                let ell = if cut.len() < t.len() { "…" } else { "" };
+                format!(": {cut}{ell}")
+            });
+            writeln!(
+                out,
+                "       passage {} (bytes {}..{}){}",
+                p["index"],
+                p["start"],
+                p["end"],
+                text.unwrap_or_default()
+            )?;
         }
         if let Some(hl) = h.get("highlight").and_then(Value::as_object) {
             for (field, frags) in hl {

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::schema::{FieldType, Schema};
+use crate::vector::Passage;
 use crate::{Error, Result};
 
 /// A value of one field.
@@ -46,11 +47,66 @@ pub struct Document {
     pub(crate) values: Vec<(u32, FieldValue)>,
     /// Arrays and nulls of the JSON the document came from, in value order.
     pub(crate) shapes: Vec<Shape>,
+    /// Per vector field, the vectors of its source text's passages, in order (format v10):
+    /// what embedding a long text gives ([`crate::embed`]). Not stored fields.
+    pub(crate) passages: Vec<(u32, Vec<(Passage, Vec<f32>)>)>,
 }
 
 impl Document {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Gives vector field `field` one vector per passage of the document's text instead of one
+    /// vector: what [`crate::IndexWriter::embed_documents`] does for a long text, and what a
+    /// caller that embeds text itself may do. The passages must be numbered 0, 1, ... in order,
+    /// each span forward (`start <= end`); every vector is checked as a vector value is. A
+    /// document has either passages or a vector for a field, not both. A search of the field
+    /// scores the document by its best passage and says which it was
+    /// ([`crate::search::knn::KnnHit`]).
+    pub fn add_passages(
+        &mut self,
+        schema: &Schema,
+        field: &str,
+        passages: Vec<(Passage, Vec<f32>)>,
+    ) -> Result<()> {
+        let id = schema
+            .field_id(field)
+            .ok_or_else(|| unknown_field(schema, field))?;
+        let bad = |reason: String| Error::Document {
+            field: field.to_string(),
+            reason,
+        };
+        if schema.field(id).field_type != FieldType::Vector {
+            return Err(bad("passages are vectors of a vector field".into()));
+        }
+        if self.values.iter().any(|(f, _)| *f == id) || self.passages.iter().any(|(f, _)| *f == id)
+        {
+            return Err(one_vector(field));
+        }
+        for (i, (p, v)) in passages.iter().enumerate() {
+            if p.index != i as u32 || p.start > p.end {
+                return Err(bad(format!(
+                    "passage {i} is numbered {} with span {}..{}: passages are numbered 0, 1, ... and their spans go forward",
+                    p.index, p.start, p.end
+                )));
+            }
+            check_vector(schema, id, v).map_err(|r| bad(format!("passage {i}: {r}")))?;
+        }
+        if !passages.is_empty() {
+            self.passages.push((id, passages));
+        }
+        Ok(())
+    }
+
+    /// The passages [`add_passages`](Self::add_passages) gave vector field `field` (None: the
+    /// field has none in this document).
+    pub fn passages(&self, schema: &Schema, field: &str) -> Option<&[(Passage, Vec<f32>)]> {
+        let id = schema.field_id(field)?;
+        self.passages
+            .iter()
+            .find(|(f, _)| *f == id)
+            .map(|(_, p)| p.as_slice())
     }
 
     /// Adds a value, checking that the field exists and the type fits. A field added several
@@ -71,7 +127,9 @@ impl Document {
                     field: field.to_string(),
                     reason,
                 })?;
-                if self.values.iter().any(|(f, _)| *f == id) {
+                if self.values.iter().any(|(f, _)| *f == id)
+                    || self.passages.iter().any(|(f, _)| *f == id)
+                {
                     return Err(one_vector(field));
                 }
                 FieldValue::Vector(v)
@@ -118,6 +176,7 @@ impl Document {
         let mut doc = Document {
             values: Vec::with_capacity(obj.len()),
             shapes: Vec::new(),
+            passages: Vec::new(),
         };
         doc.add_object(schema, "", obj)?;
         Ok(doc)

@@ -126,6 +126,106 @@ pub struct EmbedOptions {
     pub from: String,
     /// The name of a model registered with the index (`quarry models add NAME PATH`).
     pub model: String,
+    /// How a text longer than the model's window is embedded: as overlapping passages, each
+    /// its own vector (the default, `Some`; a document then scores by its best passage), or
+    /// cut at the window (`None`, `"passages": false`).
+    #[serde(
+        default = "default_passages",
+        skip_serializing_if = "is_default_passages",
+        with = "passages_option"
+    )]
+    pub passages: Option<PassageOptions>,
+}
+
+/// How a long text is split into passages (`"passages": {"window", "overlap"}`), in word
+/// pieces of the model's tokenizer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PassageOptions {
+    /// Word pieces per passage, the model's two special tokens included (as the model's
+    /// `max_tokens`); default: the model's window, at most it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+    /// Word pieces that consecutive passages share; default: an eighth of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<u32>,
+}
+
+/// The fewest word pieces a passage window may have (two of them are the special tokens).
+pub const MIN_PASSAGE_WINDOW: u32 = 8;
+
+impl PassageOptions {
+    /// The window and overlap for a model whose window is `max_tokens`: the defaults filled in.
+    /// An error names the field and key when the window exceeds the model's or the overlap
+    /// leaves a passage no new word piece.
+    pub fn resolve(&self, field: &str, max_tokens: usize) -> Result<(usize, usize)> {
+        let window = self.window.map_or(max_tokens, |w| w as usize);
+        if window > max_tokens {
+            return Err(Error::Schema(format!(
+                "field {field:?}: \"embed\".\"passages\".\"window\" is {window} word pieces; the model reads at most {max_tokens}"
+            )));
+        }
+        let overlap = self.overlap.map_or(window / 8, |o| o as usize);
+        check_passages(field, window, overlap)?;
+        Ok((window, overlap))
+    }
+}
+
+fn check_passages(field: &str, window: usize, overlap: usize) -> Result<()> {
+    if window < MIN_PASSAGE_WINDOW as usize {
+        return Err(Error::Schema(format!(
+            "field {field:?}: \"embed\".\"passages\".\"window\" is {window}; it must be at least {MIN_PASSAGE_WINDOW} word pieces"
+        )));
+    }
+    if overlap + 2 >= window {
+        return Err(Error::Schema(format!(
+            "field {field:?}: \"embed\".\"passages\".\"overlap\" is {overlap}; it must be less than the window ({window}) minus the 2 special tokens"
+        )));
+    }
+    Ok(())
+}
+
+fn default_passages() -> Option<PassageOptions> {
+    Some(PassageOptions::default())
+}
+
+fn is_default_passages(p: &Option<PassageOptions>) -> bool {
+    *p == default_passages()
+}
+
+/// `"passages"`: `false` (cut), `true` or absent (the defaults), or an object.
+mod passages_option {
+    use super::PassageOptions;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Repr {
+        On(bool),
+        Options(PassageOptions),
+    }
+
+    pub fn serialize<S: Serializer>(p: &Option<PassageOptions>, s: S) -> Result<S::Ok, S::Error> {
+        match p {
+            None => Repr::On(false).serialize(s),
+            Some(o) => Repr::Options(*o).serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PassageOptions>, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        match v {
+            serde_json::Value::Bool(false) => Ok(None),
+            serde_json::Value::Bool(true) => Ok(Some(PassageOptions::default())),
+            serde_json::Value::Object(_) => serde_json::from_value(v).map(Some).map_err(|e| {
+                D::Error::custom(format!("\"embed\".\"passages\": {e} (keys: \"window\", \"overlap\", whole numbers of word pieces)"))
+            }),
+            other => Err(D::Error::custom(format!(
+                "\"embed\".\"passages\" is {other}; it must be true, false or {{\"window\": N, \"overlap\": N}}"
+            ))),
+        }
+    }
 }
 
 /// The most values a vector may have (Elasticsearch's limit).
@@ -328,6 +428,12 @@ fn check_embed(
                 e.from
             )))
         }
+    }
+    if let Some(p) = e.passages {
+        // What the schema alone can tell; the window against the model's when embedding.
+        let window = p.window.unwrap_or(u32::MAX) as usize;
+        let overlap = p.overlap.map_or(window.min(1 << 20) / 8, |o| o as usize);
+        check_passages(name, window, overlap)?;
     }
     if !is_model_name(&e.model) {
         return Err(Error::Schema(format!(
@@ -829,6 +935,36 @@ mod tests {
         let e = ok.field_by_name("v").unwrap().embed.clone().unwrap();
         assert_eq!((e.from.as_str(), e.model.as_str()), ("body", "mini-lm.2"));
         assert_eq!(Schema::from_json(&ok.to_json()).unwrap(), ok);
+        // Passages by default (as Elasticsearch's semantic_text chunks by default), `false`
+        // cuts, an object sets them; each survives the round trip.
+        assert_eq!(e.passages, Some(PassageOptions::default()));
+        assert!(!ok.to_json().contains("passages"));
+        for (spelling, want) in [
+            ("false", None),
+            ("true", Some(PassageOptions::default())),
+            (
+                r#"{"window": 128, "overlap": 16}"#,
+                Some(PassageOptions {
+                    window: Some(128),
+                    overlap: Some(16),
+                }),
+            ),
+        ] {
+            let s = schema(&format!(
+                r#"{{"name": "v", "type": "vector", "dims": 4, "embed": {{"from": "body", "model": "m", "passages": {spelling}}}}}"#
+            ))
+            .unwrap();
+            assert_eq!(s.field_by_name("v").unwrap().embed.as_ref().unwrap().passages, want);
+            assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
+        }
+        let p = PassageOptions::default();
+        assert_eq!(p.resolve("v", 256).unwrap(), (256, 32));
+        let big = PassageOptions {
+            window: Some(300),
+            overlap: None,
+        };
+        let err = big.resolve("v", 256).unwrap_err().to_string();
+        assert!(err.contains(r#"field "v": "embed"."passages"."window" is 300"#), "{err}");
         for (extra, says) in [
             (
                 r#"{"name": "v", "type": "text", "embed": {"from": "body", "model": "m"}}"#,
@@ -849,6 +985,22 @@ mod tests {
             (
                 r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body"}}"#,
                 "missing field `model`",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "m", "passages": {"window": 64, "overlap": 62}}}"#,
+                r#"field "v": "embed"."passages"."overlap" is 62"#,
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "m", "passages": {"window": 4}}}"#,
+                r#"field "v": "embed"."passages"."window" is 4"#,
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "m", "passages": {"windows": 4}}}"#,
+                "unknown field `windows`",
+            ),
+            (
+                r#"{"name": "v", "type": "vector", "dims": 4, "embed": {"from": "body", "model": "m", "passages": 3}}"#,
+                r#""embed"."passages" is 3"#,
             ),
         ] {
             let err = schema(extra).unwrap_err().to_string();

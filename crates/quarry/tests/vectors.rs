@@ -693,3 +693,159 @@ fn an_index_sort_permutes_vectors_with_their_documents() {
         assert!(recall(&ids(&index, &approx), &want) >= 0.9);
     }
 }
+
+/// Documents with several vectors each (the passages of a long text, format v10): searches
+/// return distinct documents, each scored by its best passage and naming it, exactly as a plain
+/// reference says (exact scan) or nearly (graph walk, recall ≥ 0.9), filtered or not, across
+/// segments, after deletions and after a merge; `quarry check` accepts the index.
+#[test]
+fn passages_score_a_document_by_its_best_one() {
+    use quarry::search::knn::Passage;
+    let (n, dims, k) = (900usize, 16usize, 10usize);
+    let pool = clustered(n * 4, dims, 7, 77);
+    let mut r = Rng(5);
+    // Per document: its passages' vectors (0 to 6; None: it gives one vector itself).
+    let mut at = 0;
+    let docs: Vec<(Vec<Vec<f32>>, bool)> = (0..n)
+        .map(|_| {
+            let own = r.next() % 7 == 0;
+            let count = if own { 1 } else { (r.next() % 7) as usize };
+            let v = pool[at..at + count].to_vec();
+            at += count;
+            (v, own)
+        })
+        .collect();
+    for (element, index) in [
+        (ElementType::Float32, VectorIndex::default()),
+        (ElementType::Int8, VectorIndex::default()),
+        (ElementType::Float32, VectorIndex::Flat),
+    ] {
+        let s = schema(dims as u32, Similarity::Cosine, element, index);
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = IndexWriter::create(dir.path(), s.clone(), opts()).unwrap();
+        for (i, (vs, own)) in docs.iter().enumerate() {
+            let mut obj = json!({"id": i, "group": format!("g{}", i % 10)});
+            if *own {
+                obj["v"] = json!(vs[0]);
+            }
+            let mut d = Document::from_json(&s, &obj.to_string()).unwrap();
+            if !own {
+                let ps = vs
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| {
+                        let j = j as u32;
+                        let p = Passage {
+                            index: j,
+                            start: j * 10,
+                            end: j * 10 + 15,
+                        };
+                        (p, v.clone())
+                    })
+                    .collect();
+                d.add_passages(&s, "v", ps).unwrap();
+            }
+            w.add_document(d).unwrap();
+            if (i + 1) % 300 == 0 {
+                w.commit().unwrap();
+            }
+        }
+        w.delete_term("group", &FieldValue::Str("g1".into()))
+            .unwrap();
+        w.commit().unwrap();
+        let alive = |i: usize| i % 10 != 1;
+        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        // The reference: each accepted document's best passage, by score then id.
+        let reference = |q: &[f32], accept: &dyn Fn(usize) -> bool| -> Vec<(usize, f32, Option<u32>)> {
+            let mut all: Vec<(usize, f32, Option<u32>)> = docs
+                .iter()
+                .enumerate()
+                .filter(|(i, (vs, _))| accept(*i) && !vs.is_empty())
+                .map(|(i, (vs, own))| {
+                    let (j, best) = vs
+                        .iter()
+                        .map(|v| dot(q, v))
+                        .enumerate()
+                        .fold((0, f32::MIN), |b, (j, x)| if x > b.1 { (j, x) } else { b });
+                    (i, best, (!own).then_some(j as u32))
+                })
+                .collect();
+            all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            all.truncate(k);
+            all
+        };
+        let queries = clustered(20, dims, 7, 4321);
+        let check = |dir: &std::path::Path, label: &str| {
+            let index = Index::open(dir).unwrap();
+            let searcher = index.searcher();
+            let filter = searcher.parse_query("group:g3 OR group:g4", &["group"]).unwrap();
+            let in_filter = |i: usize| i % 10 == 3 || i % 10 == 4;
+            let (mut found, mut wanted) = (0usize, 0usize);
+            for q in &queries {
+                for (filtered, exact) in [(false, true), (false, false), (true, true), (true, false)] {
+                    let mut kq = KnnQuery::new("v", q.clone(), k).num_candidates(40);
+                    kq.exact = exact;
+                    if filtered {
+                        kq = kq.filter(filter.clone());
+                    }
+                    let hits = searcher.knn_hits(&kq).unwrap();
+                    let accept = |i: usize| alive(i) && (!filtered || in_filter(i));
+                    let want = reference(q, &accept);
+                    let got: Vec<(usize, f32, Option<u32>)> = hits
+                        .iter()
+                        .map(|h| {
+                            let id = searcher.stored_fields(h.hit.doc).unwrap()["id"]
+                                .as_i64()
+                                .unwrap() as usize;
+                            (id, h.hit.score, h.passage.map(|p| p.index))
+                        })
+                        .collect();
+                    assert_eq!(got.len(), k, "{label}: k distinct documents");
+                    for p in hits.iter().filter_map(|h| h.passage) {
+                        assert_eq!((p.start, p.end), (p.index * 10, p.index * 10 + 15));
+                    }
+                    let mut distinct: Vec<usize> = got.iter().map(|g| g.0).collect();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    assert_eq!(distinct.len(), k, "{label}: {got:?}");
+                    for (id, score, passage) in &got {
+                        assert!(accept(*id), "{label}: {id} is not accepted");
+                        let (vs, own) = &docs[*id];
+                        // The score is the named passage's (its document's own vector's).
+                        let j = passage.unwrap_or(0) as usize;
+                        assert_eq!(passage.is_none(), *own, "{label}: {id}");
+                        assert!((score - (1.0 + dot(q, &vs[j])) / 2.0).abs() < 1e-5, "{label}");
+                    }
+                    if exact || index_is_flat(&index) {
+                        let want: Vec<(usize, Option<u32>)> = want.iter().map(|w| (w.0, w.2)).collect();
+                        let got: Vec<(usize, Option<u32>)> = got.iter().map(|g| (g.0, g.2)).collect();
+                        assert_eq!(got, want, "{label} exact, filtered {filtered}");
+                    } else {
+                        wanted += k;
+                        found += got.iter().filter(|g| want.iter().any(|w| w.0 == g.0)).count();
+                    }
+                }
+            }
+            if wanted > 0 {
+                let recall = found as f64 / wanted as f64;
+                assert!(recall >= 0.9, "{label}: recall {recall}");
+            }
+        };
+        let label = format!("{element:?} {index:?}");
+        check(dir.path(), &label);
+        w.force_merge(1).unwrap();
+        drop(w);
+        check(dir.path(), &format!("{label}, merged"));
+        check_index(dir.path(), quarry::DirectoryKind::Auto).unwrap();
+        let index = Index::open(dir.path()).unwrap();
+        let f = index.schema().field_id("v").unwrap();
+        let v = index.segments()[0].vectors(f).unwrap().unwrap();
+        let live: usize = (0..n).filter(|&i| alive(i)).map(|i| docs[i].0.len()).sum();
+        assert_eq!(v.len(), live, "{label}: a merge keeps every live passage");
+    }
+}
+
+fn index_is_flat(index: &Index) -> bool {
+    let f = index.schema().field_by_name("v").unwrap();
+    matches!(f.index, Some(VectorIndex::Flat))
+}

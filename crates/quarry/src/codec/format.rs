@@ -1,4 +1,4 @@
-//! Format constants (v9): file kinds, versions and extensions. Spec: `docs/format/README.md`.
+//! Format constants (v10): file kinds, versions and extensions. Spec: `docs/format/README.md`.
 use quarry_codecs::framing::{self, FileKind};
 use quarry_codecs::Header;
 
@@ -6,7 +6,7 @@ use crate::error::InFile;
 use crate::Result;
 
 /// The format version this build writes.
-pub const VERSION: u32 = 9;
+pub const VERSION: u32 = 10;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u32 = 1;
 
@@ -31,6 +31,10 @@ pub const COLUMNS_SINCE: u32 = 8;
 /// The first version whose segments may have a `.vec` file (when the schema has a vector
 /// field).
 pub const VECTORS_SINCE: u32 = 9;
+
+/// The first version whose `.vec` may hold several vectors per document: the passages of a
+/// long text ([`crate::codec::vectors`]).
+pub const PASSAGES_SINCE: u32 = 10;
 
 /// The files of one segment: (extension, kind). Segments older than [`COLUMNS_SINCE`] have no
 /// `cols`; only segments of a schema with a vector field (v9 on) have a `vec`.

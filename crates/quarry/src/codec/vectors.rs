@@ -1,12 +1,16 @@
-//! `.vec` (format v9): each vector field's vectors, their quantized copy and their HNSW graph,
-//! read in place for k-nearest-neighbour search. Spec: `docs/format/vectors.md`.
+//! `.vec` (format v9, passages v10): each vector field's vectors, their quantized copy and their
+//! HNSW graph, read in place for k-nearest-neighbour search. Spec: `docs/format/vectors.md`.
 //!
 //! Per field with at least one vector in the segment, in the file's body (each piece at a
 //! multiple of 64 bytes, so that a mapped file hands the SIMD kernels aligned `f32`s):
 //! - the vectors: `count × dims` f32 LE, by ordinal (ordinals follow document order; `cosine`
 //!   fields hold them scaled to unit length);
-//! - the documents: `count` u32 LE, ascending, ordinal → document; absent when every document
-//!   has a vector (ordinal = document);
+//! - the documents: `count` u32 LE, ordinal → document, ascending (v10: non-decreasing when a
+//!   document's text was embedded as several passages, each its own vector); absent when
+//!   ordinal = document;
+//! - the passages (v10, when some vector is one): `count × 3` u32 LE, per ordinal the passage
+//!   number in its document and the byte span of its text in the source text
+//!   ([`Passage`]; [`NO_PASSAGE`] for a vector a document gave itself);
 //! - `int8` fields: `count × dims` bytes (values 0..=127, [`crate::vector::quantize`]) and
 //!   `count` f32 LE corrections, with the interval in the meta;
 //! - `hnsw` fields: per graph level its nodes (levels above 0: u32 LE, ascending), its
@@ -23,8 +27,12 @@ use super::columns::Span;
 use crate::schema::{ElementType, Schema, VectorIndex, VectorOptions};
 use crate::vector::hnsw::{GraphView, HnswBuilder, HnswGraph, HnswParams, LevelView};
 use crate::vector::quantize::{QuantizedVectors, ScalarQuantizer};
-use crate::vector::{normalize, FlatVectors, Similarity};
+use crate::vector::{normalize, FlatVectors, Passage, Similarity};
 use crate::{Error, Result};
+
+/// The passage number of a vector that is not a passage (a document gave it), in the
+/// passages piece.
+pub const NO_PASSAGE: u32 = u32::MAX;
 
 /// Pieces of the file start at multiples of this (a cache line; a mapped file is page-aligned).
 pub const ALIGN: usize = 64;
@@ -35,13 +43,17 @@ pub const ALIGN: usize = 64;
 pub struct VectorMeta {
     pub dims: u32,
     pub similarity: Similarity,
-    /// Documents with a vector (the number of ordinals).
+    /// Vectors (the number of ordinals): documents with a vector, or (v10) their passages.
     pub count: u32,
     /// `count × dims` f32 LE.
     pub values_at: Span,
-    /// `count` u32 LE, ordinal → document; absent when `count` is the segment's document count.
+    /// `count` u32 LE, ordinal → document; absent when ordinal = document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docs_at: Option<Span>,
+    /// `count × 3` u32 LE, per ordinal its passage (number, start, end) (format v10); absent
+    /// when no vector is a passage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passages_at: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantized: Option<QuantizedMeta>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +96,8 @@ struct FieldVectors {
     options: VectorOptions,
     docs: Vec<u32>,
     values: Vec<f32>,
+    /// Per vector (number, start, end), [`NO_PASSAGE`] for a document's own vector.
+    passages: Vec<[u32; 3]>,
 }
 
 /// Collects the vectors of a segment being built (a flush or a merge) and encodes them with
@@ -103,6 +117,7 @@ impl VectorsWriter {
                     options,
                     docs: Vec::new(),
                     values: Vec::new(),
+                    passages: Vec::new(),
                 })
             })
             .collect();
@@ -117,6 +132,12 @@ impl VectorsWriter {
     /// Adds the vector of `doc` for `field` as a document gave it (scaled to unit length here
     /// for `cosine`); `Document` checked its length. Documents in any order.
     pub fn add(&mut self, field: u32, doc: u32, v: &[f32]) {
+        self.add_passage(field, doc, v, None);
+    }
+
+    /// Adds the vector of one passage of `doc`'s text (None: the document's own vector), as
+    /// [`add`](Self::add). A document's passages are added in order, one after the other.
+    pub fn add_passage(&mut self, field: u32, doc: u32, v: &[f32], passage: Option<Passage>) {
         let Some(f) = self.fields.get_mut(field as usize).and_then(|f| f.as_mut()) else {
             return;
         };
@@ -126,13 +147,15 @@ impl VectorsWriter {
             normalize(&mut f.values[start..]);
         }
         f.docs.push(doc);
+        f.passages.push(encode_passage(passage));
     }
 
-    /// Adds a vector as a segment holds it (already scaled): a merge.
-    pub fn add_stored(&mut self, field: u32, doc: u32, v: &[f32]) {
+    /// Adds a vector as a segment holds it (already scaled), with its passage: a merge.
+    pub fn add_stored(&mut self, field: u32, doc: u32, v: &[f32], passage: Option<Passage>) {
         if let Some(f) = self.fields.get_mut(field as usize).and_then(|f| f.as_mut()) {
             f.values.extend_from_slice(v);
             f.docs.push(doc);
+            f.passages.push(encode_passage(passage));
         }
     }
 
@@ -141,7 +164,7 @@ impl VectorsWriter {
         self.fields
             .iter()
             .flatten()
-            .map(|f| f.docs.capacity() * 4 + f.values.capacity() * 4)
+            .map(|f| f.docs.capacity() * 4 + f.values.capacity() * 4 + f.passages.capacity() * 12)
             .sum()
     }
 
@@ -191,6 +214,10 @@ fn le_u32s(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+fn encode_passage(p: Option<Passage>) -> [u32; 3] {
+    p.map_or([NO_PASSAGE, 0, 0], |p| [p.index, p.start, p.end])
+}
+
 fn write_field(
     mut f: FieldVectors,
     doc_count: u32,
@@ -198,7 +225,8 @@ fn write_field(
     seed: Option<GraphSeed>,
 ) -> VectorMeta {
     let dims = f.options.dims as usize;
-    // Ordinals in document order (an index-sorted merge adds documents permuted).
+    // Ordinals in document order (an index-sorted merge adds documents permuted); the sort is
+    // stable, so a document's passages stay in order.
     if f.docs.windows(2).any(|w| w[0] > w[1]) {
         let mut order: Vec<usize> = (0..f.docs.len()).collect();
         order.sort_by_key(|&i| f.docs[i]);
@@ -207,12 +235,18 @@ fn write_field(
             values.extend_from_slice(&f.values[i * dims..(i + 1) * dims]);
         }
         f.docs = order.iter().map(|&i| f.docs[i]).collect();
+        f.passages = order.iter().map(|&i| f.passages[i]).collect();
         f.values = values;
     }
     let sim = f.options.similarity;
     let flat = FlatVectors::new(&f.values, dims).expect("whole vectors");
     let values_at = append(out, &le_f32s(&f.values));
-    let docs_at = (f.docs.len() != doc_count as usize).then(|| append(out, &le_u32s(&f.docs)));
+    let identity = f.docs.len() == doc_count as usize && f.docs.windows(2).all(|w| w[0] < w[1]);
+    let docs_at = (!identity).then(|| append(out, &le_u32s(&f.docs)));
+    let passages_at = f.passages.iter().any(|p| p[0] != NO_PASSAGE).then(|| {
+        let flat: Vec<u32> = f.passages.iter().flatten().copied().collect();
+        append(out, &le_u32s(&flat))
+    });
     let quantized = (f.options.element_type == ElementType::Int8).then(|| {
         let q = QuantizedVectors::build(&flat, sim);
         let (lo, hi) = q.quantizer().bounds();
@@ -273,6 +307,7 @@ fn write_field(
         count: f.docs.len() as u32,
         values_at,
         docs_at,
+        passages_at,
         quantized,
         graph,
     }
@@ -324,6 +359,8 @@ impl Numbers<u32> {
 pub struct FieldBytes {
     pub values: Bytes,
     pub docs: Option<Bytes>,
+    /// The passages (format v10).
+    pub passages: Option<Bytes>,
     /// The quantized bytes and corrections.
     pub quantized: Option<(Bytes, Bytes)>,
     /// Per level: nodes (None on level 0), offsets, neighbours.
@@ -341,6 +378,9 @@ pub struct VectorField {
     meta: VectorMeta,
     values: Numbers<f32>,
     docs: Option<Numbers<u32>>,
+    passages: Option<Numbers<u32>>,
+    /// How many distinct documents have a vector.
+    doc_count: u32,
     quantized: Option<(ScalarQuantizer, Bytes, Numbers<f32>)>,
     levels: Vec<LevelNumbers>,
 }
@@ -357,7 +397,11 @@ impl VectorField {
     pub fn open(file: &str, meta: &VectorMeta, doc_count: u32, b: FieldBytes) -> Result<Self> {
         let bad = |what: String| Error::corrupt(file, what);
         let (n, dims) = (meta.count as u64, u64::from(meta.dims));
-        if meta.dims == 0 || meta.count > doc_count || b.values.len() as u64 != n * dims * 4 {
+        let several = meta.passages_at.is_some();
+        if meta.dims == 0
+            || (!several && meta.count > doc_count)
+            || b.values.len() as u64 != n * dims * 4
+        {
             return Err(bad(format!(
                 "{} bytes of vectors for {n} vectors of {dims} values",
                 b.values.len()
@@ -367,9 +411,13 @@ impl VectorField {
             Some(d) => {
                 let d = Numbers::<u32>::new(d);
                 let v = d.get();
-                if v.len() as u64 != n
-                    || v.windows(2).any(|w| w[0] >= w[1])
-                    || v.last().is_some_and(|&x| x >= doc_count)
+                // Passages (v10) give a document several consecutive ordinals.
+                let out_of_order = if several {
+                    v.windows(2).any(|w| w[0] > w[1])
+                } else {
+                    v.windows(2).any(|w| w[0] >= w[1])
+                };
+                if v.len() as u64 != n || out_of_order || v.last().is_some_and(|&x| x >= doc_count)
                 {
                     return Err(bad(
                         "vector documents are not ascending documents of the segment".into(),
@@ -380,6 +428,49 @@ impl VectorField {
             None if meta.count == doc_count => None,
             None => return Err(bad("vector documents missing".into())),
         };
+        let passages = match (meta.passages_at, b.passages) {
+            (Some(_), Some(p)) => Some(Numbers::<u32>::new(p)),
+            (None, None) => None,
+            _ => return Err(bad("vector passages and their meta disagree".into())),
+        };
+        let doc_of = |ord: usize| docs.as_ref().map_or(ord as u32, |d| d.get()[ord]);
+        if let Some(p) = &passages {
+            let p = p.get();
+            if p.len() as u64 != n * 3 {
+                return Err(bad(format!(
+                    "{} passage entries for {n} vectors",
+                    p.len() / 3
+                )));
+            }
+            // A document's vectors: its passages numbered 0, 1, ... in order, or its own vector
+            // alone; every span forward.
+            for (ord, e) in p.chunks_exact(3).enumerate() {
+                let first = ord == 0 || doc_of(ord - 1) != doc_of(ord);
+                let ok = match (e[0], first) {
+                    (NO_PASSAGE, _) => {
+                        first
+                            && e[1] == 0
+                            && e[2] == 0
+                            && (ord + 1 == p.len() / 3 || doc_of(ord + 1) != doc_of(ord))
+                    }
+                    (0, true) => e[1] <= e[2],
+                    (i, false) => p[(ord - 1) * 3] != NO_PASSAGE
+                        && i == p[(ord - 1) * 3] + 1
+                        && e[1] <= e[2],
+                    _ => false,
+                };
+                if !ok {
+                    return Err(bad(format!(
+                        "vector {ord} (document {}): passage {:?} out of order",
+                        doc_of(ord),
+                        e
+                    )));
+                }
+            }
+        }
+        let distinct = (0..n as usize)
+            .filter(|&o| o == 0 || doc_of(o - 1) != doc_of(o))
+            .count() as u32;
         let quantized = match (&meta.quantized, b.quantized) {
             (Some(q), Some((bytes, corr))) => {
                 let quantizer = ScalarQuantizer::from_bounds(q.lo, q.hi)
@@ -406,6 +497,8 @@ impl VectorField {
             meta: meta.clone(),
             values: Numbers::<f32>::new(b.values),
             docs,
+            passages,
+            doc_count: distinct,
             quantized,
             levels,
         };
@@ -448,12 +541,48 @@ impl VectorField {
         }
     }
 
-    /// The ordinal of `doc`'s vector, if it has one.
+    /// The (first) ordinal of `doc`'s vectors, if it has one.
     pub fn ord(&self, doc: u32) -> Option<u32> {
+        let r = self.ords(doc);
+        (!r.is_empty()).then_some(r.start)
+    }
+
+    /// The ordinals of `doc`'s vectors: one, several passages (v10) or none.
+    pub fn ords(&self, doc: u32) -> std::ops::Range<u32> {
         match &self.docs {
-            Some(d) => d.get().binary_search(&doc).ok().map(|i| i as u32),
-            None => (doc < self.meta.count).then_some(doc),
+            Some(d) => {
+                let d = d.get();
+                let start = d.partition_point(|&x| x < doc);
+                let end = start + d[start..].partition_point(|&x| x == doc);
+                start as u32..end as u32
+            }
+            None if doc < self.meta.count => doc..doc + 1,
+            None => 0..0,
         }
+    }
+
+    /// The passage of the document's text that ordinal `ord`'s vector was computed from (None
+    /// for a vector the document gave itself).
+    #[inline]
+    pub fn passage(&self, ord: u32) -> Option<Passage> {
+        let p = self.passages.as_ref()?.get();
+        let e = &p[ord as usize * 3..ord as usize * 3 + 3];
+        (e[0] != NO_PASSAGE).then_some(Passage {
+            index: e[0],
+            start: e[1],
+            end: e[2],
+        })
+    }
+
+    /// Whether some document has several vectors here (its passages): a search then collapses
+    /// ordinals to documents.
+    pub fn has_passages(&self) -> bool {
+        self.passages.is_some() && self.meta.count > self.doc_count
+    }
+
+    /// How many documents have a vector.
+    pub fn doc_count(&self) -> u32 {
+        self.doc_count
     }
 
     /// The graph, if the field has one here.
@@ -502,6 +631,7 @@ mod tests {
         FieldBytes {
             values: slice(out, m.values_at),
             docs: m.docs_at.map(|s| slice(out, s)),
+            passages: m.passages_at.map(|s| slice(out, s)),
             quantized: m
                 .quantized
                 .as_ref()
@@ -560,6 +690,72 @@ mod tests {
             .to_string();
         assert!(e.contains("s.vec") && e.contains("graph"), "{e}");
         assert!(VectorField::open("s.vec", &m, 500, bytes_of(&out, &m)).is_err());
+    }
+
+    #[test]
+    fn passages_give_a_document_several_ordinals() {
+        let s = schema(ElementType::Int8, VectorIndex::default());
+        let mut w = VectorsWriter::new(&s);
+        let values = crate::vector::testdata::clustered(40, 8, 3, 0.5, 9);
+        let mut at = 0;
+        let mut next = || {
+            at += 8;
+            values[at - 8..at].to_vec()
+        };
+        // Document 3: three passages; 1: its own vector; 0: one passage; 2: none. Given out of
+        // document order.
+        for i in 0..3u32 {
+            let p = Passage {
+                index: i,
+                start: i * 10,
+                end: i * 10 + 15,
+            };
+            w.add_passage(0, 3, &next(), Some(p));
+        }
+        w.add(0, 1, &next());
+        let p0 = Passage {
+            index: 0,
+            start: 0,
+            end: 4,
+        };
+        w.add_passage(0, 0, &next(), Some(p0));
+        let mut out = vec![0u8; 16];
+        let m = w.write(4, &mut out, Vec::new())[0].clone().unwrap();
+        assert_eq!(m.count, 5);
+        assert!(m.docs_at.is_some() && m.passages_at.is_some());
+        let f = VectorField::open("s.vec", &m, 4, bytes_of(&out, &m)).unwrap();
+        assert_eq!((0..5).map(|o| f.doc(o)).collect::<Vec<_>>(), [0, 1, 3, 3, 3]);
+        assert_eq!(f.passage(0), Some(p0));
+        assert_eq!(f.passage(1), None);
+        assert_eq!(f.passage(4).unwrap().index, 2);
+        assert_eq!(f.ords(3), 2..5);
+        assert_eq!(f.ords(2), 2..2);
+        assert_eq!(f.ord(3), Some(2));
+        assert_eq!(f.doc_count(), 3);
+        assert!(f.has_passages());
+        // Numbering out of order, a document's own vector beside passages, a missing piece:
+        // refused.
+        for (entry, value) in [(4 * 3, 1u32), (3 + 1, 5), (2 * 3, NO_PASSAGE)] {
+            let mut b = bytes_of(&out, &m);
+            let mut p = b.passages.unwrap().to_vec();
+            p[entry * 4..entry * 4 + 4].copy_from_slice(&value.to_le_bytes());
+            b.passages = Some(Bytes::from_vec(p));
+            let e = VectorField::open("s.vec", &m, 4, b).unwrap_err().to_string();
+            assert!(e.contains("s.vec") && e.contains("passage"), "{e}");
+        }
+        let mut b = bytes_of(&out, &m);
+        b.passages = None;
+        assert!(VectorField::open("s.vec", &m, 4, b).is_err());
+        // Passages of one per document keep ordinal = document (no documents piece).
+        let mut w = VectorsWriter::new(&s);
+        for d in 0..3u32 {
+            w.add_passage(0, d, &next(), Some(Passage { index: 0, start: 0, end: d }));
+        }
+        let m = w.write(3, &mut out, Vec::new())[0].clone().unwrap();
+        assert!(m.docs_at.is_none() && m.passages_at.is_some());
+        let f = VectorField::open("s.vec", &m, 3, bytes_of(&out, &m)).unwrap();
+        assert!(!f.has_passages());
+        assert_eq!(f.passage(2).unwrap().end, 2);
     }
 
     #[test]

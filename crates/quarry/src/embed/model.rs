@@ -294,6 +294,23 @@ impl SentenceModel {
             })
             .collect())
     }
+
+    /// The byte span in `text` of each of its word pieces, all of them (no special tokens, not
+    /// cut at [`max_tokens`]): where a long text is split into passages.
+    ///
+    /// [`max_tokens`]: SentenceModel::max_tokens
+    pub fn word_piece_spans(&self, text: &str) -> Result<Vec<(usize, usize)>> {
+        let enc = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| model_error(&self.dir, format!("tokenizing: {e}")))?;
+        // Truncation keeps the rest as overflowing parts (no stride: back to back, in order).
+        let mut spans: Vec<(usize, usize)> = enc.get_offsets().to_vec();
+        for part in enc.get_overflowing() {
+            spans.extend_from_slice(part.get_offsets());
+        }
+        Ok(spans)
+    }
 }
 
 /// Pools the token vectors of one text (`rows`: one row of `dims` per token).

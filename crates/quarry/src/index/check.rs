@@ -181,18 +181,31 @@ fn vector_summaries(seg: &SegmentReader) -> BTreeMap<String, String> {
 /// Every vector field of a segment against the vectors `stored` in its stored fields (by
 /// document, scaled to unit length for `cosine`): the same documents, the same values; and the
 /// field's pieces and graph pass [`crate::codec::vectors::VectorField::open`]'s checks.
-fn check_vectors(seg: &SegmentReader, stored: &[Vec<(u32, Vec<f32>)>]) -> Result<()> {
+fn check_vectors(
+    seg: &SegmentReader,
+    stored: &[Vec<(u32, Vec<f32>)>],
+    text_lens: &[Vec<Option<u32>>],
+) -> Result<()> {
     let name = SegmentMeta::file_name(&seg.meta().name, "vec");
     for (f, entry) in seg.schema().fields().iter().enumerate() {
         let Some(options) = entry.vector_options() else {
             continue;
         };
         let field = seg.vectors(f as u32)?;
+        if let Some(v) = field {
+            check_passages(&name, &entry.name, v, &text_lens[f])?;
+        }
         if !entry.stored {
             continue;
         }
         let want = &stored[f];
-        let got = field.map_or(0, |v| v.len());
+        // Passages (v10) are not stored fields: only a document's own vectors are compared.
+        let own: Vec<u32> = field.map_or_else(Vec::new, |v| {
+            (0..v.len() as u32)
+                .filter(|&o| v.passage(o).is_none())
+                .collect()
+        });
+        let got = own.len();
         if got != want.len() {
             return Err(Error::corrupt(
                 &name,
@@ -205,13 +218,13 @@ fn check_vectors(seg: &SegmentReader, stored: &[Vec<(u32, Vec<f32>)>]) -> Result
         }
         let Some(v) = field else { continue };
         let vectors = v.vectors();
-        for (ord, (doc, values)) in want.iter().enumerate() {
+        for (&ord, (doc, values)) in own.iter().zip(want) {
             let mut values = values.clone();
             if options.similarity.normalizes() {
                 crate::vector::normalize(&mut values);
             }
-            let same = v.doc(ord as u32) == *doc
-                && crate::vector::VectorSource::vector(&vectors, ord as u32) == &values[..];
+            let same = v.doc(ord) == *doc
+                && crate::vector::VectorSource::vector(&vectors, ord) == &values[..];
             if !same {
                 return Err(Error::corrupt(
                     &name,
@@ -221,6 +234,37 @@ fn check_vectors(seg: &SegmentReader, stored: &[Vec<(u32, Vec<f32>)>]) -> Result
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The passages of each document (format v10) against its stored source text, when the source
+/// field is stored (`lens`: its length in bytes per document, the values joined by newlines):
+/// they cover the text, the first from byte 0, the last to its end, each ending within it.
+fn check_passages(
+    file: &str,
+    field: &str,
+    v: &crate::codec::vectors::VectorField,
+    lens: &[Option<u32>],
+) -> Result<()> {
+    let n = v.len() as u32;
+    for ord in 0..n {
+        let Some(p) = v.passage(ord) else { continue };
+        let doc = v.doc(ord);
+        let Some(Some(len)) = lens.get(doc as usize).copied() else {
+            continue;
+        };
+        let last = ord + 1 == n || v.doc(ord + 1) != doc;
+        let bad = p.end > len || (p.index == 0 && p.start != 0) || (last && p.end != len);
+        if bad {
+            return Err(Error::corrupt(
+                file,
+                format!(
+                    "field {field:?}: passage {} of document {doc} spans bytes {}..{}, but its source text has {len} bytes",
+                    p.index, p.start, p.end
+                ),
+            ));
         }
     }
     Ok(())
@@ -319,12 +363,37 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
     let mut rebuilt = crate::indexer::builder::new_columns(schema);
     let has_vectors = !meta.vectors.is_empty();
     let mut stored_vectors: Vec<Vec<(u32, Vec<f32>)>> = vec![Vec::new(); schema.fields().len()];
+    // Per embedded vector field whose source is stored: the source text's length per document.
+    let sources: Vec<(usize, u32)> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let from = schema.field_id(&e.embed.as_ref()?.from)?;
+            schema.field(from).stored.then_some((i, from))
+        })
+        .collect();
+    let mut text_lens: Vec<Vec<Option<u32>>> = vec![Vec::new(); schema.fields().len()];
     let mut d = 0u32;
     seg.for_each_stored_doc(|bytes| {
         let map = decode_doc(schema, bytes).in_file(&store_name)?;
         if seg.has_columns() || has_vectors {
             let doc = crate::document::Document::from_map(schema, &map)
                 .map_err(|e| Error::corrupt(&store_name, format!("document {d}: {e}")))?;
+            for &(vf, from) in &sources {
+                let parts: Vec<usize> = doc
+                    .values()
+                    .iter()
+                    .filter(|(f, _)| *f == from)
+                    .filter_map(|(_, v)| match v {
+                        crate::document::FieldValue::Str(s) => Some(s.len()),
+                        _ => None,
+                    })
+                    .collect();
+                let len = (!parts.is_empty())
+                    .then(|| (parts.iter().sum::<usize>() + parts.len() - 1) as u32);
+                text_lens[vf].push(len);
+            }
             for (f, v) in doc.values() {
                 if let crate::document::FieldValue::Vector(v) = v {
                     stored_vectors[*f as usize].push((d, v.clone()));
@@ -340,7 +409,7 @@ fn check_segment(seg: &SegmentReader) -> Result<()> {
         check_columns(seg, rebuilt)?;
     }
     if has_vectors {
-        check_vectors(seg, &stored_vectors)?;
+        check_vectors(seg, &stored_vectors, &text_lens)?;
     }
     super::sorted::check_order(seg)
 }

@@ -1059,6 +1059,10 @@ impl SegmentReader {
                 .docs_at
                 .map(|s| piece(s, "vector documents"))
                 .transpose()?,
+            passages: vm
+                .passages_at
+                .map(|s| piece(s, "vector passages"))
+                .transpose()?,
             quantized: match &vm.quantized {
                 Some(q) => Some((
                     piece(q.bytes_at, "quantized vectors")?,

@@ -236,6 +236,11 @@ impl SegmentBuilder {
                 }
             }
         }
+        for (f, passages) in &doc.passages {
+            for (p, v) in passages {
+                self.vectors.add_passage(*f, d, v, Some(*p));
+            }
+        }
         for (f, fb) in self.fields.iter_mut().enumerate() {
             let len = fb.position;
             if fb.touched.is_empty() && len == 0 {

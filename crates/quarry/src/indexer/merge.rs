@@ -308,7 +308,9 @@ fn merge_vectors(
             seeds.push(None);
             continue;
         };
-        // The merged documents with a vector, ascending: a merged vector's ordinal is its rank.
+        // The merged documents of every vector, ascending: a merged vector's ordinal is its
+        // document's first place here plus its place among the document's passages (a document's
+        // vectors come from one source, in order).
         let mut merged_docs = Vec::new();
         let mut largest: Option<(usize, usize)> = None;
         for (i, s) in segments.iter().enumerate() {
@@ -324,6 +326,7 @@ fn merge_vectors(
                     f,
                     nd,
                     crate::vector::VectorSource::vector(&v.vectors(), ord),
+                    v.passage(ord),
                 );
                 merged_docs.push(nd);
             }
@@ -342,8 +345,11 @@ fn merge_vectors(
                 let graph = v.graph().expect("seedable");
                 let map = (0..v.len() as u32)
                     .map(|ord| {
-                        let nd = maps[i].get(v.doc(ord));
-                        merged_docs.binary_search(&nd).ok().map(|r| r as u32)
+                        let doc = v.doc(ord);
+                        let nd = maps[i].get(doc);
+                        let first = merged_docs.partition_point(|&x| x < nd);
+                        let within = ord - v.ords(doc).start;
+                        (merged_docs.get(first) == Some(&nd)).then_some(first as u32 + within)
                     })
                     .collect();
                 Some(GraphSeed {

@@ -25,8 +25,9 @@ use crate::codec::livedocs::LiveDocs;
 use crate::codec::vectors::VectorField;
 use crate::fusion::{self, Normalizer};
 use crate::query::Query;
-use crate::vector::hnsw::Scored;
+use crate::vector::hnsw::{GraphView, Scored};
 use crate::vector::scan::{exact_top_k, exact_top_k_of, TopK as OrdTopK};
+pub use crate::vector::Passage;
 use crate::vector::{normalize, VectorSource};
 use crate::{Error, Result};
 
@@ -87,6 +88,15 @@ impl KnnQuery {
             .unwrap_or_else(|| (self.k + self.k / 2).min(MAX_NUM_CANDIDATES))
             .max(self.k)
     }
+}
+
+/// A kNN (or hybrid) hit and, when the field embeds its text as passages, the passage of the
+/// document's text that scored it: its number and byte span in the source text (the source
+/// field's values joined by newlines), read from the segment, not recomputed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KnnHit {
+    pub hit: Hit,
+    pub passage: Option<Passage>,
 }
 
 /// How a hybrid search combines its text and kNN rankings ([`crate::fusion`]).
@@ -156,7 +166,8 @@ impl Accepted<'_> {
     }
 }
 
-/// One segment's best `k` for `query` (a vector ready to compare: scaled for `cosine`).
+/// One segment's best `k` documents for `query` (a vector ready to compare: scaled for
+/// `cosine`), each as the ordinal of its best vector, best first.
 fn search_segment(
     v: &VectorField,
     q: &KnnQuery,
@@ -164,6 +175,9 @@ fn search_segment(
     accepted: &Accepted<'_>,
     filter_docs: Option<&[u32]>,
 ) -> Vec<Scored> {
+    if v.has_passages() {
+        return search_passages(v, q, query, accepted, filter_docs);
+    }
     let sim = v.meta().similarity;
     let k = q.k;
     let ef = q.candidates();
@@ -192,6 +206,26 @@ fn search_segment(
     }
     let accept: Option<&dyn Fn(u32) -> bool> = if all { None } else { Some(&accept_ord) };
     let limit = if all { usize::MAX } else { accepted.count };
+    match walk(v, &graph, query, k, ef, accept, limit) {
+        Some(hits) if hits.len() >= k || accepted.count <= hits.len() => hits,
+        _ => exact(),
+    }
+}
+
+/// The graph walk of one segment: the `k` best accepted ordinals found with a beam of `ef`
+/// (`int8` fields: found with the quantized estimates, re-scored with the full vectors); None
+/// when the walk stopped at `limit` comparisons before converging.
+fn walk(
+    v: &VectorField,
+    graph: &GraphView<'_>,
+    query: &[f32],
+    k: usize,
+    ef: usize,
+    accept: Option<&dyn Fn(u32) -> bool>,
+    limit: usize,
+) -> Option<Vec<Scored>> {
+    let sim = v.meta().similarity;
+    let vectors = v.vectors();
     let kernel = VectorKernel::default_kernel();
     let out = match v.quantized() {
         Some((quantizer, bytes, corrections)) => {
@@ -209,7 +243,8 @@ fn search_segment(
                     corrections[o],
                 )
             };
-            let mut out = graph.search_with(estimate, ef, ef, accept, limit);
+            let beam = ef.max(k);
+            let mut out = graph.search_with(estimate, beam, beam, accept, limit);
             // Re-score the candidates with the full vectors.
             let mut top = OrdTopK::new(k);
             for h in &out.hits {
@@ -229,10 +264,119 @@ fn search_segment(
             limit,
         ),
     };
-    if !out.complete || (out.hits.len() < k && accepted.count > out.hits.len()) {
+    out.complete.then_some(out.hits)
+}
+
+/// [`search_segment`] for a field whose documents have several vectors (the passages of their
+/// text): the graph walk collects passages, so it asks for more than `k` (`k` times the mean
+/// passages per document, with the beam widened alike) and keeps each document's best; while
+/// that gives fewer than `k` documents and more may exist, it asks for twice as many, and ends
+/// with an exact scan of every accepted document's passages when the walk would compare about
+/// as many.
+fn search_passages(
+    v: &VectorField,
+    q: &KnnQuery,
+    query: &[f32],
+    accepted: &Accepted<'_>,
+    filter_docs: Option<&[u32]>,
+) -> Vec<Scored> {
+    let k = q.k;
+    let per_doc = v.len() as f64 / f64::from(v.doc_count().max(1));
+    let scale = |n: usize| ((n as f64 * per_doc).ceil() as usize).max(n);
+    let all = accepted.live.is_none() && accepted.filter.is_none();
+    // About how many vectors the accepted documents have.
+    let accepted_ords = if all { v.len() } else { scale(accepted.count) };
+    let ef = scale(q.candidates());
+    let exact = || exact_by_doc(v, query, k, accepted, filter_docs);
+    let Some(graph) = v.graph() else {
+        return exact();
+    };
+    if q.exact || accepted_ords <= ef {
         return exact();
     }
-    out.hits
+    let accept_ord = |ord: u32| accepted.doc(v.doc(ord));
+    let accept: Option<&dyn Fn(u32) -> bool> = if all { None } else { Some(&accept_ord) };
+    let limit = if all { usize::MAX } else { accepted_ords };
+    let mut fetch = scale(k);
+    loop {
+        let Some(hits) = walk(v, &graph, query, fetch, ef.max(fetch), accept, limit) else {
+            return exact();
+        };
+        let found = hits.len();
+        let docs = best_per_doc(v, hits, k);
+        if docs.len() >= k || accepted.count <= docs.len() {
+            return docs;
+        }
+        if found < fetch || fetch >= accepted_ords {
+            return exact();
+        }
+        fetch = fetch.saturating_mul(2);
+    }
+}
+
+/// The first (best) ordinal of each document among `hits` (best first), at most `k`.
+fn best_per_doc(v: &VectorField, hits: Vec<Scored>, k: usize) -> Vec<Scored> {
+    let mut seen = std::collections::HashSet::with_capacity(hits.len());
+    hits.into_iter()
+        .filter(|h| seen.insert(v.doc(h.ord)))
+        .take(k)
+        .collect()
+}
+
+/// The exact best `k` accepted documents of a field with passages, each scored by its best
+/// passage (ties: the lower ordinal, so the earlier document and passage).
+fn exact_by_doc(
+    v: &VectorField,
+    query: &[f32],
+    k: usize,
+    accepted: &Accepted<'_>,
+    filter_docs: Option<&[u32]>,
+) -> Vec<Scored> {
+    let sim = v.meta().similarity;
+    let kernel = VectorKernel::default_kernel();
+    let vectors = v.vectors();
+    let dims = v.meta().dims as usize;
+    let mut top = OrdTopK::new(k);
+    let mut scores = Vec::new();
+    let mut best = |ords: std::ops::Range<u32>| {
+        scores.resize(ords.len(), 0.0);
+        let values = &vectors.values()[ords.start as usize * dims..ords.end as usize * dims];
+        sim.compare_many(kernel, query, values, &mut scores);
+        let (i, value) = scores
+            .iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
+        top.push(Scored {
+            value,
+            ord: ords.start + i as u32,
+        });
+    };
+    match filter_docs {
+        Some(docs) if docs.len() < v.doc_count() as usize / 4 => {
+            for &d in docs {
+                let r = v.ords(d);
+                if !r.is_empty() {
+                    best(r);
+                }
+            }
+        }
+        _ => {
+            let n = v.len() as u32;
+            let mut ord = 0;
+            while ord < n {
+                let doc = v.doc(ord);
+                let mut end = ord + 1;
+                while end < n && v.doc(end) == doc {
+                    end += 1;
+                }
+                if accepted.doc(doc) {
+                    best(ord..end);
+                }
+                ord = end;
+            }
+        }
+    }
+    top.into_sorted()
 }
 
 impl Searcher {
@@ -279,6 +423,13 @@ impl Searcher {
     /// # Ok(()) }
     /// ```
     pub fn knn(&self, q: &KnnQuery) -> Result<Vec<Hit>> {
+        Ok(self.knn_hits(q)?.into_iter().map(|h| h.hit).collect())
+    }
+
+    /// [`knn`](Self::knn), each hit with the passage of the document's text whose vector
+    /// scored it (None for a vector the document gave itself): a field embedded with passages
+    /// ([`crate::schema::PassageOptions`]) scores a document by its best passage.
+    pub fn knn_hits(&self, q: &KnnQuery) -> Result<Vec<KnnHit>> {
         let schema = self.schema();
         let field = schema
             .field_id(&q.field)
@@ -324,6 +475,7 @@ impl Searcher {
             None => None,
         };
         let mut top = TopK::new(q.k);
+        let mut passages = std::collections::HashMap::new();
         for (ord, seg) in self.segments().iter().enumerate() {
             let Some(v) = seg.vectors(field)? else {
                 continue;
@@ -347,6 +499,9 @@ impl Searcher {
             };
             for s in search_segment(v, q, &query, &accepted, docs) {
                 let doc = v.doc(s.ord);
+                if let Some(p) = v.passage(s.ord) {
+                    passages.insert((ord as u32, doc), p);
+                }
                 top.offer(
                     options.similarity.score(s.value),
                     DocAddress {
@@ -357,7 +512,44 @@ impl Searcher {
                 );
             }
         }
-        Ok(top.into_sorted())
+        Ok(top
+            .into_sorted()
+            .into_iter()
+            .map(|hit| KnnHit {
+                hit,
+                passage: passages.get(&(hit.doc.segment, hit.doc.doc)).copied(),
+            })
+            .collect())
+    }
+
+    /// The text of passage `p` of document `doc` for the embedded vector field `field`: the
+    /// bytes `p.start..p.end` of its source text (the source field's stored values joined by
+    /// newlines, as they were embedded). None when the source field is not stored or the span
+    /// does not fall on the stored text's characters.
+    pub fn passage_text(&self, doc: DocAddress, field: &str, p: &Passage) -> Result<Option<String>> {
+        let schema = self.schema();
+        let id = schema
+            .field_id(field)
+            .ok_or_else(|| Error::unknown_field(schema, field))?;
+        let Some(from) = schema.field(id).embed.as_ref().map(|e| e.from.clone()) else {
+            return Ok(None);
+        };
+        if !schema.field_by_name(&from).is_some_and(|f| f.stored) {
+            return Ok(None);
+        }
+        let stored = self.stored_fields(doc)?;
+        let text = match stored.get(&from) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => return Ok(None),
+        };
+        Ok(text
+            .get(p.start as usize..p.end as usize)
+            .map(str::to_string))
     }
 
     /// One ranking from a text query's and a kNN query's: the text query's best
@@ -370,6 +562,22 @@ impl Searcher {
         fusion: &Fusion,
         k: usize,
     ) -> Result<Vec<Hit>> {
+        Ok(self
+            .hybrid_hits(text, knn, fusion, k)?
+            .into_iter()
+            .map(|h| h.hit)
+            .collect())
+    }
+
+    /// [`hybrid`](Self::hybrid), each hit with the passage that scored it in the kNN ranking
+    /// (None when the kNN ranking did not hold it, or its vector is not a passage).
+    pub fn hybrid_hits(
+        &self,
+        text: &Query,
+        knn: &KnnQuery,
+        fusion: &Fusion,
+        k: usize,
+    ) -> Result<Vec<KnnHit>> {
         let window = fusion.window().max(1);
         let text_hits = self.search(text, window, SearchMode::Top)?.top;
         let mut kq = knn.clone();
@@ -377,7 +585,12 @@ impl Searcher {
         if let Some(n) = kq.num_candidates {
             kq.num_candidates = Some(n.max(kq.k));
         }
-        let knn_hits = self.knn(&kq)?;
+        let knn_hits = self.knn_hits(&kq)?;
+        let passages: std::collections::HashMap<_, _> = knn_hits
+            .iter()
+            .filter_map(|h| Some(((h.hit.doc.segment, h.hit.doc.doc), h.passage?)))
+            .collect();
+        let knn_hits: Vec<Hit> = knn_hits.into_iter().map(|h| h.hit).collect();
         let key = |h: &Hit| (h.doc.segment, h.doc.doc);
         let fused = match *fusion {
             Fusion::Rrf {
@@ -415,10 +628,13 @@ impl Searcher {
         Ok(fused
             .into_iter()
             .take(k)
-            .map(|((segment, doc), score)| Hit {
-                score,
-                doc: DocAddress { segment, doc },
-                seq: segments[segment as usize].seq(doc),
+            .map(|((segment, doc), score)| KnnHit {
+                hit: Hit {
+                    score,
+                    doc: DocAddress { segment, doc },
+                    seq: segments[segment as usize].seq(doc),
+                },
+                passage: passages.get(&(segment, doc)).copied(),
             })
             .collect())
     }

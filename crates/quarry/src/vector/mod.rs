@@ -121,6 +121,19 @@ impl std::fmt::Display for Similarity {
     }
 }
 
+/// Which part of a document's embedded text a vector was computed from (format v10): a long
+/// text is embedded as overlapping passages, each its own vector ([`crate::embed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Passage {
+    /// The passage's number in its document, from 0.
+    pub index: u32,
+    /// The byte offset of its first byte in the source text (the source field's values joined
+    /// by newlines).
+    pub start: u32,
+    /// The byte offset just past its last byte.
+    pub end: u32,
+}
+
 /// Scales `v` to unit length in place; a zero vector stays zero (Elasticsearch refuses one for
 /// `cosine`; the caller decides). Returns the original length.
 pub fn normalize(v: &mut [f32]) -> f32 {
