@@ -836,7 +836,7 @@ fn passages_score_a_document_by_its_best_one() {
         w.force_merge(1).unwrap();
         drop(w);
         check(dir.path(), &format!("{label}, merged"));
-        check_index(dir.path(), quarry::DirectoryKind::Auto).unwrap();
+        check_index(dir.path(), quarry::DirectoryKind::Mmap).unwrap();
         let index = Index::open(dir.path()).unwrap();
         let f = index.schema().field_id("v").unwrap();
         let v = index.segments()[0].vectors(f).unwrap().unwrap();
