@@ -212,7 +212,9 @@ mod passages_option {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PassageOptions>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PassageOptions>, D::Error> {
         use serde::de::Error;
         let v = serde_json::Value::deserialize(d)?;
         match v {
@@ -954,7 +956,15 @@ mod tests {
                 r#"{{"name": "v", "type": "vector", "dims": 4, "embed": {{"from": "body", "model": "m", "passages": {spelling}}}}}"#
             ))
             .unwrap();
-            assert_eq!(s.field_by_name("v").unwrap().embed.as_ref().unwrap().passages, want);
+            assert_eq!(
+                s.field_by_name("v")
+                    .unwrap()
+                    .embed
+                    .as_ref()
+                    .unwrap()
+                    .passages,
+                want
+            );
             assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
         }
         let p = PassageOptions::default();
@@ -964,7 +974,10 @@ mod tests {
             overlap: None,
         };
         let err = big.resolve("v", 256).unwrap_err().to_string();
-        assert!(err.contains(r#"field "v": "embed"."passages"."window" is 300"#), "{err}");
+        assert!(
+            err.contains(r#"field "v": "embed"."passages"."window" is 300"#),
+            "{err}"
+        );
         for (extra, says) in [
             (
                 r#"{"name": "v", "type": "text", "embed": {"from": "body", "model": "m"}}"#,

@@ -756,33 +756,38 @@ fn passages_score_a_document_by_its_best_one() {
         let alive = |i: usize| i % 10 != 1;
         let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
         // The reference: each accepted document's best passage, by score then id.
-        let reference = |q: &[f32], accept: &dyn Fn(usize) -> bool| -> Vec<(usize, f32, Option<u32>)> {
-            let mut all: Vec<(usize, f32, Option<u32>)> = docs
-                .iter()
-                .enumerate()
-                .filter(|(i, (vs, _))| accept(*i) && !vs.is_empty())
-                .map(|(i, (vs, own))| {
-                    let (j, best) = vs
-                        .iter()
-                        .map(|v| dot(q, v))
-                        .enumerate()
-                        .fold((0, f32::MIN), |b, (j, x)| if x > b.1 { (j, x) } else { b });
-                    (i, best, (!own).then_some(j as u32))
-                })
-                .collect();
-            all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            all.truncate(k);
-            all
-        };
+        let reference =
+            |q: &[f32], accept: &dyn Fn(usize) -> bool| -> Vec<(usize, f32, Option<u32>)> {
+                let mut all: Vec<(usize, f32, Option<u32>)> = docs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (vs, _))| accept(*i) && !vs.is_empty())
+                    .map(|(i, (vs, own))| {
+                        let (j, best) = vs
+                            .iter()
+                            .map(|v| dot(q, v))
+                            .enumerate()
+                            .fold((0, f32::MIN), |b, (j, x)| if x > b.1 { (j, x) } else { b });
+                        (i, best, (!own).then_some(j as u32))
+                    })
+                    .collect();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                all.truncate(k);
+                all
+            };
         let queries = clustered(20, dims, 7, 4321);
         let check = |dir: &std::path::Path, label: &str| {
             let index = Index::open(dir).unwrap();
             let searcher = index.searcher();
-            let filter = searcher.parse_query("group:g3 OR group:g4", &["group"]).unwrap();
+            let filter = searcher
+                .parse_query("group:g3 OR group:g4", &["group"])
+                .unwrap();
             let in_filter = |i: usize| i % 10 == 3 || i % 10 == 4;
             let (mut found, mut wanted) = (0usize, 0usize);
             for q in &queries {
-                for (filtered, exact) in [(false, true), (false, false), (true, true), (true, false)] {
+                for (filtered, exact) in
+                    [(false, true), (false, false), (true, true), (true, false)]
+                {
                     let mut kq = KnnQuery::new("v", q.clone(), k).num_candidates(40);
                     kq.exact = exact;
                     if filtered {
@@ -814,15 +819,23 @@ fn passages_score_a_document_by_its_best_one() {
                         // The score is the named passage's (its document's own vector's).
                         let j = passage.unwrap_or(0) as usize;
                         assert_eq!(passage.is_none(), *own, "{label}: {id}");
-                        assert!((score - (1.0 + dot(q, &vs[j])) / 2.0).abs() < 1e-5, "{label}");
+                        assert!(
+                            (score - (1.0 + dot(q, &vs[j])) / 2.0).abs() < 1e-5,
+                            "{label}"
+                        );
                     }
                     if exact || index_is_flat(&index) {
-                        let want: Vec<(usize, Option<u32>)> = want.iter().map(|w| (w.0, w.2)).collect();
-                        let got: Vec<(usize, Option<u32>)> = got.iter().map(|g| (g.0, g.2)).collect();
+                        let want: Vec<(usize, Option<u32>)> =
+                            want.iter().map(|w| (w.0, w.2)).collect();
+                        let got: Vec<(usize, Option<u32>)> =
+                            got.iter().map(|g| (g.0, g.2)).collect();
                         assert_eq!(got, want, "{label} exact, filtered {filtered}");
                     } else {
                         wanted += k;
-                        found += got.iter().filter(|g| want.iter().any(|w| w.0 == g.0)).count();
+                        found += got
+                            .iter()
+                            .filter(|g| want.iter().any(|w| w.0 == g.0))
+                            .count();
                     }
                 }
             }

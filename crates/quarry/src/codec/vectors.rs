@@ -454,9 +454,9 @@ impl VectorField {
                             && (ord + 1 == p.len() / 3 || doc_of(ord + 1) != doc_of(ord))
                     }
                     (0, true) => e[1] <= e[2],
-                    (i, false) => p[(ord - 1) * 3] != NO_PASSAGE
-                        && i == p[(ord - 1) * 3] + 1
-                        && e[1] <= e[2],
+                    (i, false) => {
+                        p[(ord - 1) * 3] != NO_PASSAGE && i == p[(ord - 1) * 3] + 1 && e[1] <= e[2]
+                    }
                     _ => false,
                 };
                 if !ok {
@@ -724,7 +724,10 @@ mod tests {
         assert_eq!(m.count, 5);
         assert!(m.docs_at.is_some() && m.passages_at.is_some());
         let f = VectorField::open("s.vec", &m, 4, bytes_of(&out, &m)).unwrap();
-        assert_eq!((0..5).map(|o| f.doc(o)).collect::<Vec<_>>(), [0, 1, 3, 3, 3]);
+        assert_eq!(
+            (0..5).map(|o| f.doc(o)).collect::<Vec<_>>(),
+            [0, 1, 3, 3, 3]
+        );
         assert_eq!(f.passage(0), Some(p0));
         assert_eq!(f.passage(1), None);
         assert_eq!(f.passage(4).unwrap().index, 2);
@@ -740,7 +743,9 @@ mod tests {
             let mut p = b.passages.unwrap().to_vec();
             p[entry * 4..entry * 4 + 4].copy_from_slice(&value.to_le_bytes());
             b.passages = Some(Bytes::from_vec(p));
-            let e = VectorField::open("s.vec", &m, 4, b).unwrap_err().to_string();
+            let e = VectorField::open("s.vec", &m, 4, b)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("s.vec") && e.contains("passage"), "{e}");
         }
         let mut b = bytes_of(&out, &m);
@@ -749,7 +754,16 @@ mod tests {
         // Passages of one per document keep ordinal = document (no documents piece).
         let mut w = VectorsWriter::new(&s);
         for d in 0..3u32 {
-            w.add_passage(0, d, &next(), Some(Passage { index: 0, start: 0, end: d }));
+            w.add_passage(
+                0,
+                d,
+                &next(),
+                Some(Passage {
+                    index: 0,
+                    start: 0,
+                    end: d,
+                }),
+            );
         }
         let m = w.write(3, &mut out, Vec::new())[0].clone().unwrap();
         assert!(m.docs_at.is_none() && m.passages_at.is_some());

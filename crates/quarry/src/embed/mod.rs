@@ -163,8 +163,9 @@ pub(crate) fn embed_documents(
         // Every passage of every text, embedded in one batch.
         let mut parts: Vec<(usize, Passage)> = Vec::new();
         let mut texts: Vec<&str> = Vec::new();
-        for (t, (_, text)) in todo.iter().enumerate() {
-            let spans = model.word_piece_spans(text)?;
+        let all: Vec<&str> = todo.iter().map(|(_, t)| t.as_str()).collect();
+        let pieces = model.word_piece_spans(&all)?;
+        for (t, ((_, text), spans)) in todo.iter().zip(pieces).enumerate() {
             for (j, (_, _, start, end)) in passage_spans(&spans, text.len(), window, overlap)
                 .into_iter()
                 .enumerate()
@@ -243,7 +244,10 @@ mod tests {
     #[test]
     fn a_short_text_is_one_passage_of_all_of_it() {
         let (text, spans) = pieces(&[1, 2, 3]);
-        assert_eq!(passage_spans(&spans, text.len(), 8, 2), [(0, 3, 0, text.len())]);
+        assert_eq!(
+            passage_spans(&spans, text.len(), 8, 2),
+            [(0, 3, 0, text.len())]
+        );
         assert_eq!(passage_spans(&[], 5, 8, 2), [(0, 0, 0, 5)]);
     }
 

@@ -295,21 +295,20 @@ impl SentenceModel {
             .collect())
     }
 
-    /// The byte span in `text` of each of its word pieces, all of them (no special tokens, not
+    /// Per text, the byte span of each of its word pieces, all of them (no special tokens, not
     /// cut at [`max_tokens`]): where a long text is split into passages.
     ///
     /// [`max_tokens`]: SentenceModel::max_tokens
-    pub fn word_piece_spans(&self, text: &str) -> Result<Vec<(usize, usize)>> {
-        let enc = self
-            .tokenizer
-            .encode(text, false)
+    pub fn word_piece_spans(&self, texts: &[&str]) -> Result<Vec<Vec<(usize, usize)>>> {
+        // A copy without the truncation that embedding applies (once per call).
+        let mut whole = self.tokenizer.clone();
+        whole
+            .with_truncation(None)
+            .map_err(|e| model_error(&self.dir, format!("tokenizer.json: {e}")))?;
+        let encs = whole
+            .encode_batch(texts.to_vec(), false)
             .map_err(|e| model_error(&self.dir, format!("tokenizing: {e}")))?;
-        // Truncation keeps the rest as overflowing parts (no stride: back to back, in order).
-        let mut spans: Vec<(usize, usize)> = enc.get_offsets().to_vec();
-        for part in enc.get_overflowing() {
-            spans.extend_from_slice(part.get_offsets());
-        }
-        Ok(spans)
+        Ok(encs.iter().map(|e| e.get_offsets().to_vec()).collect())
     }
 }
 

@@ -345,7 +345,10 @@ fn exact_by_doc(
         let (i, value) = scores
             .iter()
             .enumerate()
-            .fold((0, f32::NEG_INFINITY), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
+            .fold(
+                (0, f32::NEG_INFINITY),
+                |b, (i, &x)| if x > b.1 { (i, x) } else { b },
+            );
         top.push(Scored {
             value,
             ord: ords.start + i as u32,
@@ -526,7 +529,12 @@ impl Searcher {
     /// bytes `p.start..p.end` of its source text (the source field's stored values joined by
     /// newlines, as they were embedded). None when the source field is not stored or the span
     /// does not fall on the stored text's characters.
-    pub fn passage_text(&self, doc: DocAddress, field: &str, p: &Passage) -> Result<Option<String>> {
+    pub fn passage_text(
+        &self,
+        doc: DocAddress,
+        field: &str,
+        p: &Passage,
+    ) -> Result<Option<String>> {
         let schema = self.schema();
         let id = schema
             .field_id(field)
