@@ -41,6 +41,9 @@ pub(crate) enum Shape {
     Null { field: u32, at: u32 },
 }
 
+/// One passage of a text and its vector ([`Document::add_passages`]).
+pub type PassageVector = (Passage, Vec<f32>);
+
 /// A document ready to index: (field id, value) pairs; a field may repeat (multi-valued).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Document {
@@ -49,7 +52,7 @@ pub struct Document {
     pub(crate) shapes: Vec<Shape>,
     /// Per vector field, the vectors of its source text's passages, in order (format v10):
     /// what embedding a long text gives ([`crate::embed`]). Not stored fields.
-    pub(crate) passages: Vec<(u32, Vec<(Passage, Vec<f32>)>)>,
+    pub(crate) passages: Vec<(u32, Vec<PassageVector>)>,
 }
 
 impl Document {

@@ -708,7 +708,7 @@ fn passages_score_a_document_by_its_best_one() {
     let mut at = 0;
     let docs: Vec<(Vec<Vec<f32>>, bool)> = (0..n)
         .map(|_| {
-            let own = r.next() % 7 == 0;
+            let own = r.next().is_multiple_of(7);
             let count = if own { 1 } else { (r.next() % 7) as usize };
             let v = pool[at..at + count].to_vec();
             at += count;
