@@ -198,7 +198,22 @@ impl Document {
                 format!("{prefix}.{k}")
             };
             if let Value::Object(inner) = v {
-                self.add_object(schema, &name, inner)?;
+                let vector_field = schema
+                    .field_id(&name)
+                    .filter(|&id| schema.field(id).field_type == FieldType::Vector);
+                match (vector_field, inner.get("passages")) {
+                    (Some(id), Some(list)) if inner.len() == 1 => {
+                        let passages = json_passages(schema, id, &name, list)?;
+                        self.add_passages(schema, &name, passages)?;
+                    }
+                    (Some(_), _) => {
+                        return Err(Error::Document {
+                            field: name,
+                            reason: "a vector field takes an array of numbers or {\"passages\": [{\"start\", \"end\", \"vector\"}, ...]}".into(),
+                        })
+                    }
+                    (None, _) => self.add_object(schema, &name, inner)?,
+                }
                 continue;
             }
             let id = schema
@@ -302,6 +317,58 @@ impl Document {
 
 /// The vector a JSON value gives a vector field: `None` for `null`; an array of `dims` finite
 /// numbers, checked as [`check_vector`] does; anything else is an error naming the field.
+/// The JSON form of [`Document::add_passages`]: `[{"start": S, "end": E, "vector": [...]}, ...]`,
+/// numbered in order (what the server writes to its translog for an embedded field, so that a
+/// replay does not run the model again).
+fn json_passages(
+    schema: &Schema,
+    id: u32,
+    name: &str,
+    v: &Value,
+) -> Result<Vec<(Passage, Vec<f32>)>> {
+    let bad = |reason: String| Error::Document {
+        field: name.into(),
+        reason,
+    };
+    let items = v
+        .as_array()
+        .ok_or_else(|| bad(format!("\"passages\" is {}, not an array", json_word(v))))?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let obj = item.as_object().filter(|o| o.len() == 3).ok_or_else(|| {
+            bad(format!(
+                "passage {i} must be {{\"start\", \"end\", \"vector\"}}"
+            ))
+        })?;
+        let offset = |key: &str| {
+            obj.get(key)
+                .and_then(Value::as_u64)
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "passage {i}: \"{key}\" must be a byte offset below 2^32"
+                    ))
+                })
+        };
+        let (start, end) = (offset("start")?, offset("end")?);
+        let vector = obj
+            .get("vector")
+            .map(|x| json_vector(schema, id, name, x))
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| bad(format!("passage {i} has no \"vector\"")))?;
+        out.push((
+            Passage {
+                index: i as u32,
+                start,
+                end,
+            },
+            vector,
+        ));
+    }
+    Ok(out)
+}
+
 fn json_vector(schema: &Schema, id: u32, name: &str, v: &Value) -> Result<Option<Vec<f32>>> {
     let bad = |reason: String| Error::Document {
         field: name.into(),
@@ -560,6 +627,46 @@ impl<'de> Visitor<'de> for StrictVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON form of passages reads back as `add_passages` gives them; bad forms name the
+    /// field and the passage.
+    #[test]
+    fn passages_from_json() {
+        let s = Schema::from_json(
+            r#"{"fields": [{"name": "body", "type": "text"},
+                {"name": "v", "type": "vector", "dims": 2, "similarity": "l2_norm"}]}"#,
+        )
+        .unwrap();
+        let d = Document::from_json(
+            &s,
+            r#"{"body": "a b", "v": {"passages": [{"start": 0, "end": 1, "vector": [1, 0]},
+                {"start": 2, "end": 3, "vector": [0, 1]}]}}"#,
+        )
+        .unwrap();
+        let ps = d.passages(&s, "v").unwrap();
+        assert_eq!(ps.len(), 2);
+        assert_eq!((ps[1].0.index, ps[1].0.start, ps[1].0.end), (1, 2, 3));
+        assert_eq!(ps[1].1, vec![0.0, 1.0]);
+        for (bad, says) in [
+            (
+                r#"{"v": {"passages": [{"start": 0, "end": 1}]}}"#,
+                "passage 0 must be",
+            ),
+            (
+                r#"{"v": {"passages": [{"start": 0, "end": 1, "vector": [1]}]}}"#,
+                "dimensions",
+            ),
+            (
+                r#"{"v": {"passages": [{"start": 5, "end": 1, "vector": [1, 0]}]}}"#,
+                "go forward",
+            ),
+            (r#"{"v": {"other": 1}}"#, "array of numbers or"),
+            (r#"{"v": {"passages": 3}}"#, "not an array"),
+        ] {
+            let e = Document::from_json(&s, bad).unwrap_err().to_string();
+            assert!(e.contains("\"v\"") && e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn parse_and_errors() {

@@ -168,6 +168,15 @@ impl IndexHandle {
                 });
                 if let Some(v) = v {
                     sources[i].insert(f.name.clone(), serde_json::json!(v));
+                } else if let Some(ps) = doc.passages(&self.schema, &f.name) {
+                    // A long text's passages (format v10), in the document JSON form the
+                    // library reads back, so that applying or replaying the record does not
+                    // run the model again.
+                    let list: Vec<Value> = ps
+                        .iter()
+                        .map(|(p, v)| serde_json::json!({"start": p.start, "end": p.end, "vector": v}))
+                        .collect();
+                    sources[i].insert(f.name.clone(), serde_json::json!({ "passages": list }));
                 }
             }
         }
