@@ -94,7 +94,7 @@ impl Encoder {
     /// Loads the weights under `vb` (the prefix holding `embeddings.` and `encoder.`).
     pub(crate) fn load(vb: VarBuilder, config: &Config) -> CResult<Self> {
         let h = config.hidden_size;
-        if config.num_attention_heads == 0 || h % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !h.is_multiple_of(config.num_attention_heads) {
             candle_core::bail!(
                 "hidden_size {h} is not a multiple of num_attention_heads {}",
                 config.num_attention_heads

@@ -233,7 +233,7 @@ impl SentenceModel {
     }
 
     /// One vector per text, in order. Texts are sorted by length (longest first) and packed
-    /// into batches of at most [`BATCH_TOKENS`] tokens. With several threads (candle's count:
+    /// into batches of at most `BATCH_TOKENS` (2,048) tokens. With several threads (candle's count:
     /// `RAYON_NUM_THREADS`, else every core) and several batches, the batches run side by side
     /// on rayon's threads, each as one stream of work (a matrix product's own split of work
     /// then stays on the thread that runs it, unless another thread is idle); a single batch
