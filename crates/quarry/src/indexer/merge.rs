@@ -388,9 +388,17 @@ fn sort_maps(
         }
     }
     entries.sort_unstable_by(|a, b| compare_keys(sort, &a.0, &b.0).then(a.1.cmp(&b.1)));
-    let mut place = vec![NONE; total as usize];
-    for (new, e) in entries.iter().enumerate() {
-        place[e.2 as usize] = new as u32;
+    let order: Vec<u32> = entries.iter().map(|e| e.2).collect();
+    reorder_maps(maps, segments, &order);
+    Ok(())
+}
+
+/// Makes `maps` (each live document's place in concatenation order) give each document its
+/// place in `order` (`order[new] = old place`).
+fn reorder_maps(maps: &mut [DocMap], segments: &[Arc<SegmentReader>], order: &[u32]) {
+    let mut place = vec![NONE; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        place[old as usize] = new as u32;
     }
     for (s, map) in segments.iter().zip(maps.iter_mut()) {
         let m = (0..s.doc_count())
@@ -401,7 +409,6 @@ fn sort_maps(
             .collect();
         *map = DocMap::Map(m);
     }
-    Ok(())
 }
 
 /// Orders the merged documents by a BP pass over the terms of `bp`'s fields: `maps` come in
@@ -476,19 +483,7 @@ fn bp_maps(
     let fwd = Forward::from_pairs(total as usize, terms as usize, &pairs);
     drop(pairs);
     let order = reorder::permutation(&fwd, bp);
-    let mut place = vec![NONE; total as usize];
-    for (new, &old) in order.iter().enumerate() {
-        place[old as usize] = new as u32;
-    }
-    for (s, map) in segments.iter().zip(maps.iter_mut()) {
-        let m = (0..s.doc_count())
-            .map(|d| match map.get(d) {
-                NONE => NONE,
-                at => place[at as usize],
-            })
-            .collect();
-        *map = DocMap::Map(m);
-    }
+    reorder_maps(maps, segments, &order);
     Ok(())
 }
 
