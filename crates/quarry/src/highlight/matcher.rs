@@ -14,6 +14,10 @@ use crate::query::{Occur, Query};
 struct Phrase {
     /// Distinct positions in ascending order, each with the terms that may stand there.
     slots: Vec<(u32, Vec<String>)>,
+    /// The last slot's terms are prefixes (`match_phrase_prefix`): any word starting with one
+    /// stands there, as Elasticsearch's highlighter matches the phrase's last word against the
+    /// document's own words rather than the index-wide expansions the search ran with.
+    prefix_last: bool,
     slop: u32,
     /// The phrase as the query renders it: its match "term" for passage scoring.
     key: String,
@@ -192,17 +196,15 @@ fn collect(query: &Query, out: &mut HashMap<String, FieldQuery>) {
                     None => slots.push((*pos, vec![term.clone()])),
                 }
             }
-            slots.sort_by_key(|(p, _)| *p);
-            let fq = out.entry(field.clone()).or_default();
-            match slots.len() {
-                0 => {}
-                1 => fq.terms.extend(slots.remove(0).1),
-                _ => fq.phrases.push(Phrase {
-                    slots,
-                    slop: *slop,
-                    key: query.to_string(),
-                }),
-            }
+            add_phrase(query, field, slots, *slop, false, out);
+        }
+        Query::MultiPhrase { field, terms, slop } => {
+            add_phrase(query, field, terms.clone(), *slop, false, out);
+        }
+        Query::PhrasePrefix {
+            field, terms, slop, ..
+        } => {
+            add_phrase(query, field, terms.clone(), *slop, true, out);
         }
         Query::Prefix { field, prefix } if !prefix.is_empty() => {
             out.entry(field.clone())
@@ -273,12 +275,35 @@ fn collect(query: &Query, out: &mut HashMap<String, FieldQuery>) {
                     transpositions: *transpositions,
                 });
         }
-        // Multi-phrases and phrase prefixes are not highlighted yet.
-        Query::Prefix { .. }
-        | Query::MultiPhrase { .. }
-        | Query::PhrasePrefix { .. }
-        | Query::MatchAll
-        | Query::MatchNone => {}
+        Query::Prefix { .. } | Query::MatchAll | Query::MatchNone => {}
+    }
+}
+
+/// Adds a phrase with `slots` (terms by position; prefixes in the last when `prefix_last`):
+/// a one-position phrase is its terms (or prefixes), a longer one a [`Phrase`].
+fn add_phrase(
+    query: &Query,
+    field: &str,
+    mut slots: Vec<(u32, Vec<String>)>,
+    slop: u32,
+    prefix_last: bool,
+    out: &mut HashMap<String, FieldQuery>,
+) {
+    slots.retain(|(_, ts)| !ts.is_empty());
+    slots.sort_by_key(|(p, _)| *p);
+    let fq = out.entry(field.to_string()).or_default();
+    match slots.len() {
+        0 => {}
+        1 if prefix_last => fq
+            .prefixes
+            .extend(slots.remove(0).1.into_iter().filter(|p| !p.is_empty())),
+        1 => fq.terms.extend(slots.remove(0).1),
+        _ => fq.phrases.push(Phrase {
+            slots,
+            prefix_last,
+            slop,
+            key: query.to_string(),
+        }),
     }
 }
 
@@ -332,8 +357,14 @@ pub(crate) fn find_matches(
             });
         }
         for (p, slots) in fq.phrases.iter().zip(slot_positions.iter_mut()) {
-            for ((_, terms), list) in p.slots.iter().zip(slots.iter_mut()) {
-                if terms.iter().any(|t| t == term) {
+            let last = p.slots.len() - 1;
+            for (i, ((_, terms), list)) in p.slots.iter().zip(slots.iter_mut()).enumerate() {
+                let stands = if p.prefix_last && i == last {
+                    terms.iter().any(|t| term.starts_with(t.as_str()))
+                } else {
+                    terms.iter().any(|t| t == term)
+                };
+                if stands {
                     list.push(pos);
                 }
             }
@@ -527,6 +558,57 @@ mod tests {
             ["oil fell"]
         );
         assert!(spans(&phrase(&["oil", "rose"], 3), text, true).is_empty());
+    }
+
+    #[test]
+    fn multi_phrases_and_phrase_prefixes() {
+        let slots = |words: &[&[&str]]| -> Vec<(u32, Vec<String>)> {
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, ws)| (i as u32, ws.iter().map(|w| w.to_string()).collect()))
+                .collect()
+        };
+        let text = "Crude oil prices rose; oil price caps. Palm oil prices, oil and prices.";
+        let multi = Query::MultiPhrase {
+            field: "body".into(),
+            terms: slots(&[&["oil"], &["prices", "price"]]),
+            slop: 0,
+        };
+        assert_eq!(
+            spans(&multi, text, true),
+            ["oil prices", "oil price", "oil prices"]
+        );
+        assert_eq!(
+            spans(&multi, text, false),
+            ["oil", "prices", "oil", "price", "oil", "prices"]
+        );
+        // The last position is a prefix: every word starting with it, only inside the phrase.
+        let prefix = |terms: Vec<(u32, Vec<String>)>, slop: u32| Query::PhrasePrefix {
+            field: "body".into(),
+            terms,
+            slop,
+            max_expansions: 50,
+        };
+        assert_eq!(
+            spans(&prefix(slots(&[&["oil"], &["pri"]]), 0), text, true),
+            ["oil prices", "oil price", "oil prices"]
+        );
+        assert_eq!(
+            spans(&prefix(slots(&[&["oil"], &["pri"]]), 1), text, true),
+            ["oil prices", "oil price", "oil prices", "oil and prices"]
+        );
+        assert_eq!(
+            spans(
+                &prefix(slots(&[&["palm"], &["oil"], &["pr"]]), 0),
+                text,
+                true
+            ),
+            ["Palm oil prices"]
+        );
+        // One position: the prefixes alone; an empty prefix highlights nothing.
+        assert_eq!(spans(&prefix(slots(&[&["cru"]]), 0), text, true), ["Crude"]);
+        assert!(spans(&prefix(slots(&[&[""]]), 0), text, true).is_empty());
     }
 
     #[test]
