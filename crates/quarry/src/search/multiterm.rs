@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::automaton::{osa_distance, Levenshtein, Utf8};
+use super::automaton::{osa_distance, Levenshtein, LiteralByte, Utf8};
 use super::range::DocUnion;
 use crate::index::SegmentReader;
 use crate::query::ast::FUZZY_MAX_EDITS;
 use crate::{Error, Result};
 
 /// All documents of `seg` holding a term of `field` the automaton accepts, sorted.
-pub(crate) fn automaton_docs<A: fst::Automaton>(
+pub(crate) fn automaton_docs<A: LiteralByte>(
     seg: &SegmentReader,
     field: u32,
     aut: &A,
@@ -172,7 +172,7 @@ pub fn fuzzy_expansions(
 /// still match past the transition. With a Levenshtein automaton of distance 2 most
 /// transitions are dead ends: decoding their nodes was the largest part of a fuzzy query
 /// (`perf record` of the fuzzy/wildcard class on W2).
-fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
+fn walk<D: AsRef<[u8]>, A: LiteralByte>(
     map: &fst::Map<D>,
     aut: A,
     add: &mut impl FnMut(&[u8], u64) -> Result<()>,
@@ -180,10 +180,24 @@ fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
     use fst::raw::{Node, Output};
     struct Frame<'f, S> {
         node: Node<'f>,
+        /// The next transition to try; past the last, the frame is done.
         next: usize,
+        /// Where the transitions to try end: the node's length, or one past the one
+        /// transition a literal byte allows.
+        end: usize,
         out: Output,
         state: S,
     }
+    // The transitions of `node` worth trying from `state`: all, or the one a literal allows.
+    let span = |node: &Node<'_>, state: &A::State| -> (usize, usize) {
+        match aut.literal_byte(state) {
+            Some(b) => match node.find_input(b) {
+                Some(i) => (i, i + 1),
+                None => (0, 0),
+            },
+            None => (0, node.len()),
+        }
+    };
     let fst = map.as_fst();
     let root = fst.root();
     let start = aut.start();
@@ -194,14 +208,16 @@ fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
         return Ok(());
     }
     let mut key: Vec<u8> = Vec::new();
+    let (next, end) = span(&root, &start);
     let mut stack = vec![Frame {
         node: root,
-        next: 0,
+        next,
+        end,
         out: Output::zero(),
         state: start,
     }];
     while let Some(top) = stack.last_mut() {
-        if top.next == top.node.len() {
+        if top.next >= top.end {
             stack.pop();
             key.pop();
             continue;
@@ -221,9 +237,11 @@ fn walk<D: AsRef<[u8]>, A: fst::Automaton>(
             add(&key, out.cat(node.final_output()).value())?;
         }
         if can_match && !node.is_empty() {
+            let (next, end) = span(&node, &state);
             stack.push(Frame {
                 node,
-                next: 0,
+                next,
+                end,
                 out,
                 state,
             });
@@ -252,6 +270,8 @@ impl LevDfa {
         LevDfa(builder.build_dfa(term))
     }
 }
+
+impl LiteralByte for &LevDfa {}
 
 impl fst::Automaton for &LevDfa {
     type State = u32;
@@ -342,7 +362,7 @@ mod tests {
         out
     }
 
-    fn walked<A: fst::Automaton>(map: &fst::Map<Vec<u8>>, aut: A) -> Vec<(Vec<u8>, u64)> {
+    fn walked<A: LiteralByte>(map: &fst::Map<Vec<u8>>, aut: A) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();
         walk(map, aut, &mut |k, v| {
             out.push((k.to_vec(), v));
@@ -375,6 +395,11 @@ mod tests {
                 walked(&map, crate::search::automaton::LazyDfa::new(&nfa)),
                 streamed(&map, Utf8(&nfa))
             );
+            // The bit-set twin, with the literal-byte lookups of the walk.
+            let bits = crate::search::automaton::BitNfa::new(&nfa).unwrap();
+            prop_assert_eq!(walked(&map, Utf8(&bits)), streamed(&map, Utf8(&nfa)));
+            let lev = Utf8(Levenshtein::new(&term, max_edits, 2, transpositions));
+            prop_assert_eq!(walked(&map, &lev), streamed(&map, &lev));
         }
     }
 

@@ -61,6 +61,9 @@ pub enum Weight {
     Automaton {
         field: u32,
         nfa: Arc<Nfa>,
+        /// The NFA on bit sets, for a pattern without a loop that fits one (built once per
+        /// query, walked per segment); patterns with a loop walk a [`automaton::LazyDfa`].
+        bits: Option<Arc<automaton::BitNfa>>,
         score: f32,
     },
     /// The matches of `inner`, each scored `score`.
@@ -321,6 +324,21 @@ fn phrase_segment(
 }
 
 impl Weight {
+    /// A wildcard's or regexp's weight: its NFA, and the bit-set form when it applies.
+    fn automaton(field: u32, nfa: Nfa, score: f32) -> Weight {
+        let bits = if nfa.has_loop() {
+            None
+        } else {
+            automaton::BitNfa::new(&nfa).map(Arc::new)
+        };
+        Weight::Automaton {
+            field,
+            nfa: Arc::new(nfa),
+            bits,
+            score,
+        }
+    }
+
     /// The weight of `q` over `ctx`'s segments, its scores multiplied by `boost`.
     pub fn build(q: &Query, ctx: &Context, boost: f32) -> Result<Weight> {
         Ok(match q {
@@ -361,22 +379,14 @@ impl Weight {
                 let nfa = automaton::wildcard(pattern).map_err(|e| {
                     Error::Query(format!("wildcard {pattern:?} on field {field:?}: {e}"))
                 })?;
-                Weight::Automaton {
-                    field: f,
-                    nfa: Arc::new(nfa),
-                    score: boost,
-                }
+                Weight::automaton(f, nfa, boost)
             }
             Query::Regexp { field, pattern } => {
                 let f = ctx.text_field(field, "regexp")?;
                 let nfa = automaton::regexp::compile(pattern).map_err(|e| {
                     Error::Query(format!("regexp /{pattern}/ on field {field:?}: {e}"))
                 })?;
-                Weight::Automaton {
-                    field: f,
-                    nfa: Arc::new(nfa),
-                    score: boost,
-                }
+                Weight::automaton(f, nfa, boost)
             }
             Query::Fuzzy { .. } => {
                 let (field, spec) = FuzzySpec::of(q).expect("a fuzzy query");
@@ -1085,8 +1095,15 @@ impl Weight {
                     Some(Box::new(DocListScorer::new(docs, *score)))
                 }
             }
-            Weight::Automaton { field, nfa, score } => {
-                let docs = if nfa.has_loop() {
+            Weight::Automaton {
+                field,
+                nfa,
+                bits,
+                score,
+            } => {
+                let docs = if let Some(bits) = bits {
+                    multiterm::automaton_docs(seg, *field, &automaton::Utf8(&**bits))?
+                } else if nfa.has_loop() {
                     multiterm::automaton_docs(seg, *field, &automaton::LazyDfa::new(nfa))?
                 } else {
                     multiterm::automaton_docs(seg, *field, &automaton::Utf8(&**nfa))?

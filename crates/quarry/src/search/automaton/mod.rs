@@ -17,6 +17,12 @@ pub trait CharAutomaton {
     /// False only when no continuation can match (prunes the dictionary walk).
     fn can_match(&self, state: &Self::State) -> bool;
     fn accept(&self, state: &Self::State, c: char) -> Self::State;
+    /// The one character every continuation from `state` starts with, when there is exactly
+    /// one (a literal of a pattern): a dictionary walk then looks its transition up instead of
+    /// trying every transition of the node.
+    fn literal_char(&self, _state: &Self::State) -> Option<char> {
+        None
+    }
 }
 
 impl<A: CharAutomaton> CharAutomaton for &A {
@@ -33,7 +39,41 @@ impl<A: CharAutomaton> CharAutomaton for &A {
     fn accept(&self, s: &Self::State, c: char) -> Self::State {
         (**self).accept(s, c)
     }
+    fn literal_char(&self, s: &Self::State) -> Option<char> {
+        (**self).literal_char(s)
+    }
 }
+
+/// What a dictionary walk ([`crate::search::multiterm`]) may ask an automaton besides
+/// [`fst::Automaton`]'s questions.
+pub trait LiteralByte: fst::Automaton {
+    /// The one byte every continuation from `state` starts with, when there is exactly one:
+    /// the walk finds that transition of a node by a lookup instead of stepping the automaton
+    /// through each of the node's transitions (`w?arton` after its `?`: one lookup instead of
+    /// thirty steps).
+    fn literal_byte(&self, _state: &Self::State) -> Option<u8> {
+        None
+    }
+}
+
+impl<T: LiteralByte> LiteralByte for &T {
+    fn literal_byte(&self, state: &Self::State) -> Option<u8> {
+        (**self).literal_byte(state)
+    }
+}
+
+impl<A: CharAutomaton> LiteralByte for Utf8<A> {
+    fn literal_byte(&self, s: &Self::State) -> Option<u8> {
+        if s.len != 0 {
+            return None;
+        }
+        let c = self.0.literal_char(s.inner.as_ref()?)?;
+        let mut buf = [0u8; 4];
+        Some(c.encode_utf8(&mut buf).as_bytes()[0])
+    }
+}
+
+impl LiteralByte for LazyDfa<'_> {}
 
 /// A [`CharAutomaton`] read a byte at a time: the state carries the bytes of a character not
 /// yet complete. Bytes that are not UTF-8 lead to a dead state.
@@ -65,6 +105,14 @@ impl<A: CharAutomaton> fst::Automaton for Utf8<A> {
         let Some(inner) = &s.inner else {
             return s.clone();
         };
+        if s.len == 0 && byte < 0x80 {
+            // A whole ASCII character: no buffering, no UTF-8 decoding.
+            return Utf8State {
+                inner: Some(self.0.accept(inner, char::from(byte))),
+                pending: s.pending,
+                len: 0,
+            };
+        }
         let mut next = Utf8State {
             inner: None,
             pending: s.pending,
@@ -212,6 +260,113 @@ impl CharAutomaton for Nfa {
             _ => None,
         });
         self.closure(targets)
+    }
+    fn literal_char(&self, s: &NfaState) -> Option<char> {
+        literal_of(s.iter().map(|&i| &self.states[i as usize]))
+    }
+}
+
+/// The single character all class states of a set take, if they take exactly one and the
+/// same (a match state in the set is no continuation and does not count).
+fn literal_of<'s>(states: impl Iterator<Item = &'s NState>) -> Option<char> {
+    let mut lit: Option<u32> = None;
+    for st in states {
+        match st {
+            NState::Class(ranges, _) => match ranges.as_slice() {
+                [(lo, hi)] if lo == hi && lit.is_none_or(|l| l == *lo) => lit = Some(*lo),
+                _ => return None,
+            },
+            NState::Split(_) => return None,
+            NState::Match => {}
+        }
+    }
+    char::from_u32(lit?)
+}
+
+/// An [`Nfa`] of at most 128 states run on a bit set: a step ORs the precomputed epsilon
+/// closures of the class states that take the character, where [`Nfa`]'s own step builds and
+/// allocates a sorted state list. Wildcard patterns without `*` (`wo?d`), which are walked
+/// without a [`LazyDfa`], spent most of their time in those allocations (`perf record` of the
+/// `?` queries of the W2 fuzzy/wildcard class: `Arc` drops, `malloc` and `free` ~35 %).
+#[derive(Debug, Clone)]
+pub struct BitNfa {
+    /// Per state: its ranges when it is a class state.
+    ranges: Vec<Vec<(u32, u32)>>,
+    /// Per state: the closure of its target when it is a class state.
+    next: Vec<u128>,
+    /// The class states.
+    classes: u128,
+    /// The match state.
+    matches: u128,
+    start: u128,
+    /// Per state, for [`CharAutomaton::literal_char`].
+    states: Vec<NState>,
+}
+
+impl BitNfa {
+    /// The most states a [`BitNfa`] holds.
+    pub const MAX_STATES: usize = 128;
+
+    /// `nfa` on bit sets; `None` when it has more than [`BitNfa::MAX_STATES`] states.
+    pub fn new(nfa: &Nfa) -> Option<BitNfa> {
+        let n = nfa.states.len();
+        if n > Self::MAX_STATES {
+            return None;
+        }
+        let mask = |set: NfaState| set.iter().fold(0u128, |m, &i| m | 1 << i);
+        let mut b = BitNfa {
+            ranges: vec![Vec::new(); n],
+            next: vec![0; n],
+            classes: 0,
+            matches: 0,
+            start: mask(nfa.closure([nfa.start])),
+            states: nfa.states.clone(),
+        };
+        for (i, st) in nfa.states.iter().enumerate() {
+            match st {
+                NState::Class(ranges, t) => {
+                    b.classes |= 1 << i;
+                    b.ranges[i] = ranges.clone();
+                    b.next[i] = mask(nfa.closure([*t]));
+                }
+                NState::Match => b.matches |= 1 << i,
+                NState::Split(_) => {}
+            }
+        }
+        Some(b)
+    }
+}
+
+/// The indexes of the set bits of `m`, lowest first.
+fn bits(mut m: u128) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            i
+        })
+    })
+}
+
+impl CharAutomaton for BitNfa {
+    type State = u128;
+    fn start(&self) -> u128 {
+        self.start
+    }
+    fn is_match(&self, s: &u128) -> bool {
+        s & self.matches != 0
+    }
+    fn can_match(&self, s: &u128) -> bool {
+        s & self.classes != 0
+    }
+    fn accept(&self, s: &u128, c: char) -> u128 {
+        let c = u32::from(c);
+        bits(s & self.classes)
+            .filter(|&i| self.ranges[i].iter().any(|&(lo, hi)| lo <= c && c <= hi))
+            .fold(0, |next, i| next | self.next[i])
+    }
+    fn literal_char(&self, s: &u128) -> Option<char> {
+        literal_of(bits(s & self.classes).map(|i| &self.states[i]))
     }
 }
 
@@ -627,6 +782,12 @@ impl CharAutomaton for Levenshtein {
                     last: Some(c),
                 }
             }
+        }
+    }
+    fn literal_char(&self, s: &LevState) -> Option<char> {
+        match s {
+            LevState::Prefix(i) => self.prefix.get(*i).copied(),
+            _ => None,
         }
     }
 }
