@@ -516,6 +516,17 @@ fn bad_vectors_and_bad_queries_are_typed_errors_naming_the_field() {
         assert!(e.is_client_error() && e.to_string().contains(what), "{e}");
     }
     assert!(searcher.knn(&KnnQuery::new("nope", vec![1.0], 1)).is_err());
+    // Ranking a document's passages checks the field and the vectors alike.
+    let doc = quarry::DocAddress { segment: 0, doc: 0 };
+    for (field, vectors, what) in [
+        ("v", vec![vec![1.0]], "dimensions"),
+        ("group", vec![vec![1.0, 0.0, 0.0]], "not a vector field"),
+        ("group", vec![], "not a vector field"),
+        ("nope", vec![], "nope"),
+    ] {
+        let e = searcher.passage_scores(doc, field, &vectors).unwrap_err();
+        assert!(e.is_client_error() && e.to_string().contains(what), "{e}");
+    }
 
     // Schemas: dims out of range, vector settings on other fields.
     for text in [
@@ -823,6 +834,38 @@ fn passages_score_a_document_by_its_best_one() {
                             (score - (1.0 + dot(q, &vs[j])) / 2.0).abs() < 1e-5,
                             "{label}"
                         );
+                    }
+                    // Every passage of a hit, ranked for the query: its scores are the
+                    // reference's, and the best is the one that scored the hit (exactly so
+                    // when the search was exact).
+                    for (h, (id, _, _)) in hits.iter().zip(&got) {
+                        let scores = searcher
+                            .passage_scores(h.hit.doc, "v", std::slice::from_ref(q))
+                            .unwrap();
+                        let (vs, own) = &docs[*id];
+                        if *own {
+                            assert!(scores.is_empty(), "{label}: {id} gave its own vector");
+                            continue;
+                        }
+                        assert_eq!(scores.len(), vs.len(), "{label}: {id}");
+                        for (j, (p, s)) in scores.iter().enumerate() {
+                            assert_eq!(p.index, j as u32);
+                            assert!((s - (1.0 + dot(q, &vs[j])) / 2.0).abs() < 1e-5, "{label}");
+                        }
+                        // Several query vectors: the sum of the scores; none: all 0.
+                        let twice = searcher
+                            .passage_scores(h.hit.doc, "v", &[q.clone(), q.clone()])
+                            .unwrap();
+                        for (a, b) in scores.iter().zip(&twice) {
+                            assert_eq!((a.0, 2.0 * a.1), *b, "{label}");
+                        }
+                        let none = searcher.passage_scores(h.hit.doc, "v", &[]).unwrap();
+                        assert!(none.iter().map(|x| x.1).eq(vec![0.0; vs.len()]));
+                        let best = scores.iter().map(|x| x.1).fold(f32::MIN, f32::max);
+                        assert!(best >= h.hit.score - 1e-6, "{label}: {id}");
+                        if exact || index_is_flat(&index) {
+                            assert!((best - h.hit.score).abs() < 1e-6, "{label}: {id}");
+                        }
                     }
                     if exact || index_is_flat(&index) {
                         let want: Vec<(usize, Option<u32>)> =

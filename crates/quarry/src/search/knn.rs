@@ -433,31 +433,7 @@ impl Searcher {
     /// scored it (None for a vector the document gave itself): a field embedded with passages
     /// ([`crate::schema::PassageOptions`]) scores a document by its best passage.
     pub fn knn_hits(&self, q: &KnnQuery) -> Result<Vec<KnnHit>> {
-        let schema = self.schema();
-        let field = schema
-            .field_id(&q.field)
-            .ok_or_else(|| Error::unknown_field(schema, &q.field))?;
-        let Some(options) = schema.field(field).vector_options() else {
-            return Err(Error::Query(format!(
-                "field {:?} is a {} field, not a vector field: kNN searches vector fields",
-                q.field,
-                schema.field(field).field_type
-            )));
-        };
-        if q.vector.len() != options.dims as usize {
-            return Err(Error::Query(format!(
-                "the query vector has {} values; field {:?} has {} dimensions",
-                q.vector.len(),
-                q.field,
-                options.dims
-            )));
-        }
-        if let Some(i) = q.vector.iter().position(|x| !x.is_finite()) {
-            return Err(Error::Query(format!(
-                "value {i} of the query vector ({}) is not finite",
-                q.vector[i]
-            )));
-        }
+        let (field, options, query) = self.query_vector(&q.field, &q.vector)?;
         if q.num_candidates
             .is_some_and(|n| n > MAX_NUM_CANDIDATES || n < q.k)
         {
@@ -465,10 +441,6 @@ impl Searcher {
                 "num_candidates must be at least k ({}) and at most {MAX_NUM_CANDIDATES}",
                 q.k
             )));
-        }
-        let mut query = q.vector.clone();
-        if options.similarity.normalizes() {
-            normalize(&mut query);
         }
         if q.k == 0 {
             return Ok(Vec::new());
@@ -525,6 +497,92 @@ impl Searcher {
             .collect())
     }
 
+    /// A query vector for vector field `name`, checked (the field's dims, finite values) and
+    /// ready to compare (scaled to unit length when the similarity is the cosine), with the
+    /// field's id and options.
+    fn query_vector(
+        &self,
+        name: &str,
+        vector: &[f32],
+    ) -> Result<(u32, crate::schema::VectorOptions, Vec<f32>)> {
+        let schema = self.schema();
+        let field = schema
+            .field_id(name)
+            .ok_or_else(|| Error::unknown_field(schema, name))?;
+        let Some(options) = schema.field(field).vector_options() else {
+            return Err(Error::Query(format!(
+                "field {name:?} is a {} field, not a vector field: kNN searches vector fields",
+                schema.field(field).field_type
+            )));
+        };
+        if vector.len() != options.dims as usize {
+            return Err(Error::Query(format!(
+                "the query vector has {} values; field {name:?} has {} dimensions",
+                vector.len(),
+                options.dims
+            )));
+        }
+        if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+            return Err(Error::Query(format!(
+                "value {i} of the query vector ({}) is not finite",
+                vector[i]
+            )));
+        }
+        let mut query = vector.to_vec();
+        if options.similarity.normalizes() {
+            normalize(&mut query);
+        }
+        Ok((field, options, query))
+    }
+
+    /// Every passage of document `doc`'s text in the embedded vector field `field`, in passage
+    /// order, each with its score for the query `vectors`: the sum of its scores for each, as
+    /// a kNN search scores one (the field's similarity, on Elasticsearch's scale); Elasticsearch
+    /// sums a passage's scores over several vector queries alike. A kNN hit scores its best
+    /// passage; this ranks all of them (the server's semantic highlighter returns the best
+    /// few). With no vector every passage scores 0. Vectors the document gave itself have no
+    /// passage and are left out; a document without vectors has no passage.
+    pub fn passage_scores(
+        &self,
+        doc: DocAddress,
+        field: &str,
+        vectors: &[Vec<f32>],
+    ) -> Result<Vec<(Passage, f32)>> {
+        let schema = self.schema();
+        let id = schema
+            .field_id(field)
+            .ok_or_else(|| Error::unknown_field(schema, field))?;
+        let queries = vectors
+            .iter()
+            .map(|v| Ok(self.query_vector(field, v)?.2))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(options) = schema.field(id).vector_options() else {
+            return Err(Error::Query(format!(
+                "field {field:?} is a {} field, not a vector field: it has no passages",
+                schema.field(id).field_type
+            )));
+        };
+        let Some(seg) = self.segments().get(doc.segment as usize) else {
+            return Ok(Vec::new());
+        };
+        let Some(v) = seg.vectors(id)? else {
+            return Ok(Vec::new());
+        };
+        let sim = options.similarity;
+        let kernel = VectorKernel::default_kernel();
+        let stored = v.vectors();
+        Ok(v.ords(doc.doc)
+            .filter_map(|ord| {
+                let p = v.passage(ord)?;
+                let score = queries
+                    .iter()
+                    .map(|q| sim.score(sim.compare(kernel, q, stored.vector(ord))))
+                    .sum();
+                Some((p, score))
+            })
+            .collect())
+    }
+
     /// The text of passage `p` of document `doc` for the embedded vector field `field`: the
     /// bytes `p.start..p.end` of its source text (the source field's stored values joined by
     /// newlines, as they were embedded). None when the source field is not stored or the span
@@ -546,18 +604,7 @@ impl Searcher {
             return Ok(None);
         }
         let stored = self.stored_fields(doc)?;
-        let text = match stored.get(&from) {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(serde_json::Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => return Ok(None),
-        };
-        Ok(text
-            .get(p.start as usize..p.end as usize)
-            .map(str::to_string))
+        Ok(stored.get(&from).and_then(|v| p.text_in(v)))
     }
 
     /// One ranking from a text query's and a kNN query's: the text query's best

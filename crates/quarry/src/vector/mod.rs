@@ -134,6 +134,30 @@ pub struct Passage {
     pub end: u32,
 }
 
+impl Passage {
+    /// The passage's text in `source`, the stored value of the field it was embedded from: a
+    /// string, or an array whose strings are joined by newlines (as they were embedded). None
+    /// when `source` holds no text or the span does not fall on its characters (the text
+    /// changed since).
+    pub fn text_in(&self, source: &serde_json::Value) -> Option<String> {
+        let joined;
+        let text = match source {
+            serde_json::Value::String(s) => s.as_str(),
+            serde_json::Value::Array(items) => {
+                joined = items
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                joined.as_str()
+            }
+            _ => return None,
+        };
+        text.get(self.start as usize..self.end as usize)
+            .map(str::to_string)
+    }
+}
+
 /// Scales `v` to unit length in place; a zero vector stays zero (Elasticsearch refuses one for
 /// `cosine`; the caller decides). Returns the original length.
 pub fn normalize(v: &mut [f32]) -> f32 {
@@ -247,6 +271,25 @@ mod tests {
         for s in Similarity::ALL {
             assert_eq!(Similarity::from_name(s.name()), Some(s));
         }
+    }
+
+    #[test]
+    fn a_passage_s_text_is_its_span_of_the_joined_values() {
+        let p = |start, end| Passage {
+            index: 0,
+            start,
+            end,
+        };
+        let one = serde_json::json!("Wheat exports rose.");
+        assert_eq!(p(0, 5).text_in(&one).as_deref(), Some("Wheat"));
+        // Values joined by newlines, as they were embedded.
+        let two = serde_json::json!(["ab", "cé"]);
+        assert_eq!(p(1, 4).text_in(&two).as_deref(), Some("b\nc"));
+        // A span off the text (it changed) or inside a character: none.
+        assert_eq!(p(3, 99).text_in(&one), None);
+        assert_eq!(p(4, 5).text_in(&two), None);
+        assert_eq!(p(4, 6).text_in(&two).as_deref(), Some("é"));
+        assert_eq!(p(0, 1).text_in(&serde_json::json!(3)), None);
     }
 
     #[test]
