@@ -7,11 +7,13 @@
 //! `l2_norm` distance) and, at the top level, a `boost`. Its hits are the library's
 //! ([`quarry::search::knn`]), scored as Elasticsearch scores the field's similarity, times the
 //! boost. Every check Elasticsearch makes is a 400 naming the parameter.
+use std::collections::HashMap;
+
 use quarry::query::{Clause, Occur, Query};
-use quarry::search::knn::{KnnQuery, MAX_NUM_CANDIDATES};
+use quarry::search::knn::{KnnQuery, Passage, MAX_NUM_CANDIDATES};
 use quarry::vector::Similarity;
-use quarry::{FieldType, Hit, Searcher};
-use serde_json::Value;
+use quarry::{DocAddress, FieldType, Hit, Searcher};
+use serde_json::{json, Value};
 
 use crate::dsl;
 use crate::error::ApiError;
@@ -237,18 +239,59 @@ fn query_vector(v: Option<&Value>, dims: usize, field: &str) -> Result<Vec<f32>,
         .collect()
 }
 
+/// The passage of a document's text whose vector scored its kNN hit, and the field the
+/// request named (a `semantic_text` field for its hidden vector field). A hit shows it as
+/// `_passage`: Elasticsearch has no place for the byte span of the chunk that matched (its
+/// semantic highlighter gives the chunk's text, which [`crate::highlight`] does too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchedPassage {
+    pub field: String,
+    pub passage: Passage,
+}
+
+impl MatchedPassage {
+    /// The hit's `_passage` object.
+    pub fn to_json(&self) -> Value {
+        let p = &self.passage;
+        json!({"field": self.field, "index": p.index, "start": p.start, "end": p.end})
+    }
+}
+
+/// The matched passage of each document a search's kNN sections found (the first section's
+/// when several found it).
+pub type Passages = HashMap<DocAddress, MatchedPassage>;
+
+/// Adds the passages of `more` that `into` does not have yet (earlier sections first).
+pub fn merge_passages(into: &mut Passages, more: Passages) {
+    for (doc, p) in more {
+        into.entry(doc).or_insert(p);
+    }
+}
+
 impl KnnSection {
     /// The section's hits on `searcher`, best first: at most `k`, at least `min_score`, scores
-    /// times the boost.
-    pub fn run(&self, searcher: &Searcher) -> Result<Vec<Hit>, ApiError> {
-        let mut hits = searcher.knn(&self.query)?;
+    /// times the boost; and the passage that scored each hit whose vector is a passage.
+    pub fn run(&self, searcher: &Searcher) -> Result<(Vec<Hit>, Passages), ApiError> {
+        let mut found = searcher.knn_hits(&self.query)?;
         if let Some(min) = self.min_score {
-            hits.retain(|h| h.score >= min);
+            found.retain(|h| h.hit.score >= min);
         }
-        for h in &mut hits {
-            h.score *= self.boost;
+        let field = self
+            .query
+            .field
+            .strip_prefix(crate::mapping::SEMANTIC_PREFIX)
+            .unwrap_or(&self.query.field);
+        let mut passages = Passages::new();
+        let mut hits = Vec::with_capacity(found.len());
+        for mut h in found {
+            h.hit.score *= self.boost;
+            if let Some(passage) = h.passage {
+                let field = field.to_string();
+                passages.insert(h.hit.doc, MatchedPassage { field, passage });
+            }
+            hits.push(h.hit);
         }
-        Ok(hits)
+        Ok((hits, passages))
     }
 }
 

@@ -185,6 +185,7 @@ fn run_merged(
             highlighters[*i].as_ref(),
             hit.doc,
             Some(hit.score),
+            None,
         )?);
     }
     let max_score = all.first().map(|(_, h)| h.score);

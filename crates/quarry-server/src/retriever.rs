@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use crate::dsl;
 use crate::engine::IndexHandle;
 use crate::error::ApiError;
-use crate::knn::{self, KnnSection, Place};
+use crate::knn::{self, KnnSection, Passages, Place};
 use crate::search::{SearchRequest, TrackTotal};
 
 /// A retriever tree.
@@ -273,12 +273,14 @@ fn linear_child(
     Ok((parse_retriever(r, searcher, size)?, weight, norm))
 }
 
-/// A retriever's answer: its ranking, and a query matching every document it considered
-/// (for totals and aggregations).
+/// A retriever's answer: its ranking, a query matching every document it considered (for
+/// totals and aggregations), and the passage that scored each document a kNN search found
+/// by one of its passages.
 struct Ranking {
     hits: Vec<Hit>,
     matching: Query,
     timed_out: bool,
+    passages: Passages,
 }
 
 type Key = (u64, quarry::DocAddress);
@@ -312,15 +314,17 @@ fn eval(
                 hits,
                 matching: q.clone(),
                 timed_out: res.timed_out,
+                passages: Passages::new(),
             })
         }
         Retriever::Knn(section) => {
-            let mut hits = section.run(s)?;
+            let (mut hits, passages) = section.run(s)?;
             hits.truncate(window);
             Ok(Ranking {
                 matching: knn::ids_query(s, &hits)?,
                 hits,
                 timed_out: false,
+                passages,
             })
         }
         Retriever::Rrf {
@@ -363,17 +367,25 @@ fn eval(
     }
 }
 
-/// A compound retriever's ranking from its children's answers and the fused list.
+/// A compound retriever's ranking from its children's answers and the fused list (a
+/// document's passage is that of the first child that has one for it).
 fn combine(parts: Vec<Ranking>, fused: Vec<(Key, f32)>, window: usize) -> Ranking {
     let timed_out = parts.iter().any(|p| p.timed_out);
+    let mut passages = Passages::new();
+    let mut matching = Vec::with_capacity(parts.len());
+    for p in parts {
+        knn::merge_passages(&mut passages, p.passages);
+        matching.push(p.matching);
+    }
     Ranking {
         hits: fused
             .into_iter()
             .take(window)
             .map(|((seq, doc), score)| Hit { score, doc, seq })
             .collect(),
-        matching: any_of(parts.into_iter().map(|p| p.matching).collect()),
+        matching: any_of(matching),
         timed_out,
+        passages,
     }
 }
 
@@ -386,10 +398,13 @@ fn knn_ranking(
     n: usize,
     opts: &SearchOptions,
 ) -> Result<Ranking, ApiError> {
-    let lists = sections
-        .iter()
-        .map(|k| k.run(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut lists = Vec::with_capacity(sections.len());
+    let mut passages = Passages::new();
+    for k in sections {
+        let (hits, found) = k.run(s)?;
+        lists.push(hits);
+        knn::merge_passages(&mut passages, found);
+    }
     let knn_hits = knn::sum(&lists);
     let ids = knn::ids_query(s, &knn_hits)?;
     let Some(query) = query else {
@@ -397,6 +412,7 @@ fn knn_ranking(
             hits: knn_hits,
             matching: ids,
             timed_out: false,
+            passages,
         });
     };
     // The combined best n are among the query's best n and the kNN hits; the kNN hits outside
@@ -420,6 +436,7 @@ fn knn_ranking(
         hits: knn::sum(&[top.top, rest_scores, knn_hits]),
         matching: any_of(vec![query.clone(), ids]),
         timed_out: top.timed_out,
+        passages,
     })
 }
 
@@ -468,6 +485,7 @@ pub fn run(
             highlighter.as_ref(),
             hit.doc,
             Some(hit.score),
+            ranking.passages.get(&hit.doc),
         )?);
     }
     let max_score = ranking.hits.first().map(|h| h.score);

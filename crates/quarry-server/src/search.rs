@@ -520,6 +520,9 @@ pub fn parse_request(
         .get("highlight")
         .map(crate::highlight::parse)
         .transpose()?;
+    if let Some(h) = &highlight {
+        h.check(searcher.schema())?;
+    }
     let query_given = m.contains_key("query") || params.contains_key("q");
     let ranked = crate::retriever::parse(m, searcher, query_given, size)?;
     Ok(SearchRequest {
@@ -605,6 +608,7 @@ pub(crate) fn run_on(
             highlighter.as_ref(),
             hit.doc,
             Some(hit.score),
+            None,
         )?);
     }
     let max_score = result.top.first().map(|h| h.score);
@@ -652,32 +656,32 @@ pub(crate) fn aggregations_of(
     }
 }
 
-/// The highlighter of a request that asks for highlighting.
-pub(crate) fn highlighter_of(
+/// The highlighting of a request that asks for it.
+pub(crate) fn highlighter_of<'r>(
     searcher: &Searcher,
-    req: &SearchRequest,
-) -> Option<quarry::highlight::Highlighter> {
+    req: &'r SearchRequest,
+) -> Option<crate::highlight::Highlighting<'r>> {
     req.highlight
         .as_ref()
-        .map(|_| crate::highlight::HighlightRequest::highlighter(&req.query, searcher))
+        .map(|h| h.highlighting(&req.query, req.ranked.as_ref(), searcher))
 }
 
 /// The hit object of a stored document (`_index`, `_id`, `_score`, the asked-for metadata,
-/// `_source` and `highlight`).
+/// `_source`, `highlight`, and `_passage`: the passage a kNN search matched it by).
 pub(crate) fn hit_json(
     handle: &IndexHandle,
     req: &SearchRequest,
     searcher: &Searcher,
-    highlighter: Option<&quarry::highlight::Highlighter>,
+    highlighter: Option<&crate::highlight::Highlighting<'_>>,
     doc: quarry::DocAddress,
     score: Option<f32>,
+    passage: Option<&crate::knn::MatchedPassage>,
 ) -> Result<Value, ApiError> {
     let stored = searcher.stored_fields(doc)?;
-    let highlight = req
-        .highlight
-        .as_ref()
-        .zip(highlighter)
-        .and_then(|(r, h)| r.hit(h, &stored));
+    let highlight = match highlighter {
+        Some(h) => h.hit(searcher, doc, &stored)?,
+        None => None,
+    };
     let id = stored
         .get(crate::mapping::ID_FIELD)
         .and_then(Value::as_str)
@@ -697,6 +701,9 @@ pub(crate) fn hit_json(
     }
     if let Some(hl) = highlight {
         h["highlight"] = hl;
+    }
+    if let Some(p) = passage {
+        h["_passage"] = p.to_json();
     }
     if req.explain {
         h["_explanation"] = searcher.explain(&req.query, doc)?.to_json();
@@ -732,6 +739,7 @@ fn run_sorted(
             highlighter.as_ref(),
             h.hit.doc,
             scored.then_some(h.hit.score),
+            None,
         )?;
         j["sort"] = Value::Array(h.values.iter().map(sort_value_json).collect());
         hits.push(j);

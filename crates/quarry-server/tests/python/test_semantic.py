@@ -1,8 +1,8 @@
 """Text embedded by the server, through the official Elasticsearch Python clients (9.x and 8.x):
 a model registered with the data directory (`quarry models add --data`), listed by
 GET _inference; a `semantic_text` field and a `dense_vector` field with `embed`; documents
-embedded at `_bulk`; the `semantic` query, `knn` with `query_vector_builder` and an `rrf`
-retriever over a text query, compared with the library (`quarry search --semantic --json` on the
+embedded at `_bulk`; the `semantic` query, `knn` with `query_vector_builder`, an `rrf`
+retriever over a text query and the semantic highlighter, compared with the library (`quarry search --semantic --json` on the
 same index directory); unknown model ids, fields without a model and damaged model files as
 4xx naming them; an acknowledged write that survives `kill -9`.
 
@@ -117,6 +117,39 @@ def test_semantic_query_and_query_vector_builder_rank_as_the_library(server, mod
         r2 = es.search(index="sem", knn=knn, source=False)
         same(r2["hits"]["hits"], library(server["data"], "--semantic", "_inference.body", q,
                                          "-k", "5", "--num-candidates", "100"))
+
+
+@pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
+def test_semantic_highlighter_returns_the_passage_that_matched(server, module):
+    """Elasticsearch's semantic highlighter (`"type": "semantic"`) returns the text of each hit's
+    best passages; the first is the passage that matched, the one the hit's `_passage` names and
+    the library names (`quarry search --semantic --json`): the source text at its byte span."""
+    es_mod = importlib.import_module(module)
+    es = client(module, server["url"])
+    bodies = {str(d["id"]): d["body"].encode() for d in server["docs"]}
+    highlight = {"fields": {"body": {"type": "semantic", "number_of_fragments": 2, "order": "score"}}}
+    for q in QUESTIONS:
+        r = es.search(index="sem", query={"semantic": {"field": "body", "query": q}}, size=5,
+                      source=False, highlight=highlight)
+        lib = library(server["data"], "--semantic", "_inference.body", q, "-k", "5",
+                      "--num-candidates", "100")
+        same(r["hits"]["hits"], lib)
+        for h, t in zip(r["hits"]["hits"], lib):
+            p = t["passage"]
+            assert h["_passage"] == {"field": "body", "index": p["index"], "start": p["start"],
+                                     "end": p["end"]}
+            frags = h["highlight"]["body"]
+            assert frags[0] == p["text"] == bodies[h["_id"]][p["start"]:p["end"]].decode()
+            # A second fragment only for a text of several passages.
+            assert len(frags) == (2 if p["end"] - p["start"] < len(bodies[h["_id"]]) else 1), h
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index="sem", query={"semantic": {"field": "body", "query": "wheat"}},
+                  highlight={"fields": {"nope": {"type": "semantic"}}})
+    assert "field [nope]" in str(e.value) and "semantic highlighter" in str(e.value)
+    with pytest.raises(es_mod.BadRequestError) as e:
+        es.search(index="sem", query={"semantic": {"field": "body", "query": "wheat"}},
+                  highlight={"fields": {"body": {"type": "semantic", "number_of_fragments": -2}}})
+    assert "[number_of_fragments] of field [body]" in str(e.value)
 
 
 @pytest.mark.parametrize("module", ["elasticsearch", "elasticsearch8"])
