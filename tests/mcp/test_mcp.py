@@ -298,9 +298,30 @@ def notes_library(data, *args):
     return json.loads(out)["top"]
 
 
+def same_passages(mcp_hits, lib_top, max_text_bytes=2000):
+    """Each hit's `passage` is the library's for the same document: the same number and byte
+    span, and its text (cut to the text cap, ending in …, when longer); none when the library
+    has none."""
+    lib = {t["doc"]["_id"]: t.get("passage") for t in lib_top}
+    for h in mcp_hits:
+        want = lib[h["id"]]
+        if want is None:
+            assert "passage" not in h, h
+            continue
+        got = h["passage"]
+        assert [got[k] for k in ("index", "start", "end")] == \
+            [want[k] for k in ("index", "start", "end")], (h["id"], got, want)
+        if len(want["text"].encode()) <= max_text_bytes:
+            assert got["text"] == want["text"]
+        else:
+            assert got["text"].endswith("…") and len(got["text"].encode()) <= max_text_bytes
+            assert want["text"].startswith(got["text"][:-1])
+
+
 def test_questions_are_embedded_by_the_field_s_model(notes):
     """`semantic_search` and `hybrid_search` with a text question on a semantic_text field
-    answer as `quarry search --semantic` on the same index (same ids, scores within 1e-5)."""
+    answer as `quarry search --semantic` on the same index: same ids, scores within 1e-5, and
+    the passage that matched each hit (number, byte span, text), its text cut to the cap."""
     async def go():
         async with stdio(notes) as client:
             out = []
@@ -314,15 +335,36 @@ def test_questions_are_embedded_by_the_field_s_model(notes):
             no_model = await call_error(client, "semantic_search", index="notes", field="title",
                                         question="wheat")
             return out, no_model
+
+    async def capped():
+        async with stdio(notes, "--max-text-bytes", "100") as client:
+            return await call(client, "semantic_search", index="notes", field="body",
+                              question=QUESTIONS[0], k=5, num_candidates=100, fields=[])
     out, no_model = run(go())
+    later = 0
     for q, sem, hyb in out:
         assert sem["hits"], q
-        same_ranking(sem["hits"], notes_library(notes, "--semantic", "_inference.body", q, "-k", "5",
-                                                "--num-candidates", "100"))
-        same_ranking(hyb["hits"], notes_library(notes, "--semantic", "_inference.body", q, "-k", "10",
-                                                "--num-candidates", "100", "--default-field", "body",
-                                                "--hybrid", "wheat exports"))
+        lib_sem = notes_library(notes, "--semantic", "_inference.body", q, "-k", "5",
+                                "--num-candidates", "100")
+        same_ranking(sem["hits"], lib_sem)
+        same_passages(sem["hits"], lib_sem)
+        for h in sem["hits"]:
+            # Every vector of a semantic_text field is a passage; the text field itself was
+            # not asked for, so it is not returned.
+            assert "passage" in h and set(h["fields"]) == {"title"}, h
+            later += h["passage"]["index"] > 0
+        lib_hyb = notes_library(notes, "--semantic", "_inference.body", q, "-k", "10",
+                                "--num-candidates", "100", "--default-field", "body",
+                                "--hybrid", "wheat exports")
+        same_ranking(hyb["hits"], lib_hyb)
+        same_passages(hyb["hits"], lib_hyb)
+        assert any("passage" in h for h in hyb["hits"]), q
+    print(f"hits matched by a passage after the first: {later}")
     assert "field [title] has no embedding model" in no_model and "pass `vector`" in no_model
+    cut = run(capped())
+    same_passages(cut["hits"], notes_library(notes, "--semantic", "_inference.body", QUESTIONS[0],
+                                             "-k", "5", "--num-candidates", "100"),
+                  max_text_bytes=100)
 
 
 def test_bad_input_is_a_tool_error_naming_it_and_the_session_goes_on(data):
@@ -460,6 +502,8 @@ def test_session_transcript(data, notes, tmp_path):
                        k=2, fields=["title"])
             await call(client, "semantic_search", index="notes", field="body",
                        question="which countries export wheat?", k=2, fields=["title"])
+            await call(client, "hybrid_search", index="notes", field="body",
+                       question="oil prices fell", size=2, fields=["title"])
             await call_error(client, "search", index="../../etc", query="passwd")
     run(go())
     lines = [json.loads(l) for l in log.read_text().splitlines()]
@@ -468,7 +512,7 @@ def test_session_transcript(data, notes, tmp_path):
         assert l["message"].get("jsonrpc") == "2.0", l
     calls = [l["message"] for l in lines if l["from"] == "client"
              and l["message"].get("method") == "tools/call"]
-    assert len(calls) == 7
+    assert len(calls) == 8
     if os.environ.get("QUARRY_MCP_WRITE_TRANSCRIPT") == "1":
         shutil.copy(log, TRANSCRIPT_DOC)
 

@@ -1,11 +1,15 @@
 //! What does a tool answer, and how is it kept small enough for a model's context?
 //!
 //! A search answer is `{"index", "total", "total_relation", "hits": [{"id", "score", "fields",
-//! "highlight"}], "truncated"}`, made from the Elasticsearch response the HTTP server would
-//! give. Two caps bound it ([`Limits`]): every string in a hit's fields is cut to
-//! `max_text_bytes` (at a character boundary, marked with `…` and listed in the hit's
-//! `cut_fields`), and hits stop being added once the answer would pass `max_answer_bytes`
-//! (`"truncated": true` and a `note` saying what to do).
+//! "highlight", "passage"}], "truncated"}`, made from the Elasticsearch response the HTTP server
+//! would give. A hit of `semantic_search` or `hybrid_search` whose vector is a passage of a
+//! long text carries `passage: {index, start, end, text}` (the hit's `_passage` and the text at
+//! that byte span of the stored source text). Two caps bound it ([`Limits`]): every string in a
+//! hit's fields and its passage text is cut to `max_text_bytes` (at a character boundary,
+//! marked with `…`; cut fields are listed in the hit's `cut_fields`), and hits stop being added
+//! once the answer would pass `max_answer_bytes` (`"truncated": true` and a `note` saying what
+//! to do).
+use quarry::search::knn::Passage;
 use serde_json::{json, Map, Value};
 
 use super::Limits;
@@ -53,11 +57,69 @@ pub fn cut_fields(fields: &mut Map<String, Value>, max: usize) -> Vec<String> {
         .collect()
 }
 
+/// Where the hits of a kNN search find the text of their matched passages: the stored text
+/// field that the searched vector field embeds, and whether the caller left it out of `fields`
+/// (it is then fetched for the passages only, and dropped from the hits).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageText {
+    pub field: String,
+    pub drop: bool,
+}
+
+impl PassageText {
+    /// Makes search `body` return `field` in `_source` (the passages' text is read from the
+    /// hits, so from the same point in time as their spans).
+    pub fn ask(body: &mut Value, field: &str) -> PassageText {
+        let source = body.get("_source").cloned().unwrap_or(json!(true));
+        let wanted = crate::search::parse_source(&source).is_ok_and(|f| {
+            let one: Map<String, Value> = [(field.to_string(), Value::Null)].into_iter().collect();
+            f.apply(one).is_some_and(|m| !m.is_empty())
+        });
+        if !wanted {
+            let mut list = match source {
+                Value::Array(a) => a,
+                Value::String(s) => vec![Value::String(s)],
+                _ => Vec::new(),
+            };
+            list.push(json!(field));
+            body["_source"] = Value::Array(list);
+        }
+        PassageText {
+            field: field.to_string(),
+            drop: !wanted,
+        }
+    }
+
+    /// The hit's `passage` from its `_passage` and the stored text in `source` (before any
+    /// field is cut), its text cut to `max` bytes; None when the hit matched no passage.
+    fn passage(
+        &self,
+        es: &Value,
+        source: Option<&Map<String, Value>>,
+        max: usize,
+    ) -> Option<Value> {
+        let p: Passage = serde_json::from_value(es.get("_passage")?.clone()).ok()?;
+        let mut out = json!({"index": p.index, "start": p.start, "end": p.end});
+        if let Some(text) = source
+            .and_then(|s| s.get(&self.field))
+            .and_then(|v| p.text_in(v))
+        {
+            out["text"] = json!(cut(&text, max).unwrap_or(text));
+        }
+        Some(out)
+    }
+}
+
 /// The compact hit of an Elasticsearch hit object.
-fn hit_of(es: &Value, limits: &Limits) -> Value {
+fn hit_of(es: &Value, limits: &Limits, passages: Option<&PassageText>) -> Value {
     let mut h = json!({"id": es["_id"], "score": es["_score"]});
-    if let Some(Value::Object(src)) = es.get("_source") {
+    let source = es.get("_source").and_then(Value::as_object);
+    let passage = passages.and_then(|p| p.passage(es, source, limits.max_text_bytes));
+    if let Some(src) = source {
         let mut fields = src.clone();
+        if let Some(p) = passages.filter(|p| p.drop) {
+            fields.remove(&p.field);
+        }
         let cut = cut_fields(&mut fields, limits.max_text_bytes);
         h["fields"] = Value::Object(fields);
         if !cut.is_empty() {
@@ -67,12 +129,20 @@ fn hit_of(es: &Value, limits: &Limits) -> Value {
     if let Some(hl) = es.get("highlight") {
         h["highlight"] = hl.clone();
     }
+    if let Some(p) = passage {
+        h["passage"] = p;
+    }
     h
 }
 
 /// The answer of `search`, `semantic_search` and `hybrid_search` from the server's `_search`
-/// response.
-pub fn search_answer(index: &str, es: &Value, limits: &Limits) -> Value {
+/// response; `passages` says where the text of matched passages is (kNN searches).
+pub fn search_answer(
+    index: &str,
+    es: &Value,
+    limits: &Limits,
+    passages: Option<&PassageText>,
+) -> Value {
     let total = &es["hits"]["total"];
     let mut answer = json!({
         "index": index,
@@ -89,7 +159,7 @@ pub fn search_answer(index: &str, es: &Value, limits: &Limits) -> Value {
     let empty = Vec::new();
     let all = es["hits"]["hits"].as_array().unwrap_or(&empty);
     for es_hit in all {
-        let h = hit_of(es_hit, limits);
+        let h = hit_of(es_hit, limits, passages);
         let bytes = h.to_string().len() + 1;
         if used + bytes > limits.max_answer_bytes {
             answer["truncated"] = json!(true);
@@ -178,7 +248,7 @@ mod tests {
             max_text_bytes: 100,
             ..Limits::default()
         };
-        let a = search_answer("r", &es_response(3, 500), &limits);
+        let a = search_answer("r", &es_response(3, 500), &limits, None);
         assert_eq!(a["total"], 1234);
         assert_eq!(a["hits"].as_array().unwrap().len(), 3);
         assert_eq!(a["truncated"], false);
@@ -195,7 +265,7 @@ mod tests {
             max_answer_bytes: 5000,
             ..Limits::default()
         };
-        let a = search_answer("r", &es_response(20, 1000), &limits);
+        let a = search_answer("r", &es_response(20, 1000), &limits, None);
         assert!(a.to_string().len() <= 5000 + 300, "{}", a.to_string().len());
         let kept = a["hits"].as_array().unwrap().len();
         assert!((1..20).contains(&kept), "{kept}");
@@ -203,6 +273,49 @@ mod tests {
         assert!(a["note"].as_str().unwrap().contains("5000 bytes"));
         // The hits kept are the best ones, in order.
         assert_eq!(a["hits"][0]["id"], "0");
+    }
+
+    #[test]
+    fn matched_passages_come_with_their_text_cut_like_fields() {
+        for (source, after, drop) in [
+            (json!(false), json!(["body"]), true),
+            (json!(["ti*"]), json!(["ti*", "body"]), true),
+            (json!(["b*"]), json!(["b*"]), false),
+            (json!(true), json!(true), false),
+        ] {
+            let mut body = json!({"_source": source});
+            let p = PassageText::ask(&mut body, "body");
+            assert_eq!((&body["_source"], p.drop), (&after, drop), "{source}");
+        }
+        let es = json!({"hits": {"total": {"value": 2, "relation": "eq"}, "hits": [
+            {"_id": "1", "_score": 0.9, "_source": {"title": "t", "body": "Wheat exports rose sharply."},
+             "_passage": {"field": "body", "index": 1, "start": 6, "end": 26}},
+            {"_id": "2", "_score": 0.5, "_source": {"title": "u", "body": "x"}}]}});
+        let limits = Limits {
+            max_text_bytes: 10,
+            ..Limits::default()
+        };
+        let dropped = PassageText {
+            field: "body".into(),
+            drop: true,
+        };
+        let a = search_answer("r", &es, &limits, Some(&dropped));
+        assert_eq!(
+            a["hits"][0]["passage"],
+            json!({"index": 1, "start": 6, "end": 26, "text": "exports…"})
+        );
+        assert_eq!(a["hits"][0]["fields"], json!({"title": "t"}));
+        assert!(a["hits"][1].get("passage").is_none());
+        let kept = PassageText {
+            drop: false,
+            ..dropped
+        };
+        let a = search_answer("r", &es, &Limits::default(), Some(&kept));
+        assert_eq!(a["hits"][0]["passage"]["text"], "exports rose sharply");
+        assert_eq!(
+            a["hits"][0]["fields"]["body"],
+            "Wheat exports rose sharply."
+        );
     }
 
     #[test]

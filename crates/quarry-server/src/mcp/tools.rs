@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler};
 use serde_json::{json, Value};
 
-use super::answer::{document_answer, search_answer};
+use super::answer::{document_answer, search_answer, PassageText};
 use super::args::{
     CountArgs, CreateIndexArgs, DeleteDocsArgs, Embed, GetArgs, HybridArgs, IndexArg,
     IndexDocsArgs, SearchArgs, SemanticArgs, MAX_WRITE_BATCH,
@@ -174,8 +174,46 @@ impl QuarryMcp {
         }
     }
 
+    /// The stored text field whose passages vector field `field` of `index` embeds: a
+    /// `semantic_text` field's own text, or a `dense_vector`'s `embed.from`. None for a field
+    /// without a model (its vectors are never passages) or an unknown index (the search says).
+    fn passage_source(&self, index: &str, field: &str) -> Option<String> {
+        let h = self.handle(index).ok()?;
+        let schema = h.schema();
+        if schema
+            .field_by_name(&crate::mapping::semantic_vector_field(field))
+            .is_some()
+        {
+            return Some(field.to_string());
+        }
+        schema
+            .field_by_name(field)?
+            .embed
+            .as_ref()
+            .map(|e| e.from.clone())
+    }
+
+    /// Runs a kNN search body (`semantic_search`, `hybrid_search`) on one index: its hits
+    /// carry the passage that matched, with its text from the same hit.
+    async fn run_knn_search(&self, index: String, field: &str, mut body: Value) -> ToolResult {
+        let passages = self
+            .passage_source(&index, field)
+            .map(|f| PassageText::ask(&mut body, &f));
+        self.run(index, body, false, passages).await
+    }
+
     /// Runs a `_search` (or `_count`) body on one index, as the HTTP server does.
     async fn run_search(&self, index: String, body: Value, count_only: bool) -> ToolResult {
+        self.run(index, body, count_only, None).await
+    }
+
+    async fn run(
+        &self,
+        index: String,
+        body: Value,
+        count_only: bool,
+        passages: Option<PassageText>,
+    ) -> ToolResult {
         let h = match self.handle(&index) {
             Ok(h) => h,
             Err(e) => return api_fail(&e),
@@ -193,7 +231,7 @@ impl QuarryMcp {
             );
             match es {
                 Ok(es) if count_only => answer(json!({"index": index, "count": es["count"]})),
-                Ok(es) => answer(search_answer(&index, &es, &limits)),
+                Ok(es) => answer(search_answer(&index, &es, &limits, passages.as_ref())),
                 Err(e) => api_fail(&e),
             }
         })
@@ -353,29 +391,29 @@ impl QuarryMcp {
     }
 
     #[tool(
-        description = "Semantic search: the `k` documents whose vector in `field` (a dense_vector field) is nearest to the query vector, best first, with their similarity score; `field` is a dense_vector or semantic_text field. Give the query as `question` (text, embedded by the field's embedding model: semantic_text fields and dense_vector fields mapped with `embed` have one) or as `vector` (numbers, as many as the field's dims). `filter` (Lucene string or query DSL object) restricts the candidates. Same hit shape and caps as search: `k` at most {max_size}, strings cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
+        description = "Semantic search: the `k` documents whose vector in `field` (a dense_vector field) is nearest to the query vector, best first, with their similarity score; `field` is a dense_vector or semantic_text field. Give the query as `question` (text, embedded by the field's embedding model: semantic_text fields and dense_vector fields mapped with `embed` have one) or as `vector` (numbers, as many as the field's dims). `filter` (Lucene string or query DSL object) restricts the candidates. A long text is embedded as overlapping passages and scores by its best one: such a hit carries `passage` {index, start, end, text}, the passage that matched (its number, its byte span in the field's text, and that text). Same hit shape and caps as search: `k` at most {max_size}, strings (the passage text too) cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
     )]
     async fn semantic_search(&self, Parameters(a): Parameters<SemanticArgs>) -> ToolResult {
-        let index = a.index.clone();
+        let (index, field) = (a.index.clone(), a.field.clone());
         match self
             .embedded_body(&index, move |limits, embed| a.to_body(limits, embed))
             .await
         {
-            Ok(body) => self.run_search(index, body, false).await,
+            Ok(body) => self.run_knn_search(index, &field, body).await,
             Err(e) => e,
         }
     }
 
     #[tool(
-        description = "Hybrid search: BM25 over the text fields and kNN over the vector `field`, fused by reciprocal rank fusion (a hit scores the sum of 1 / (rank_constant + rank) over the two rankings; rank_constant 60, each ranking cut to rank_window_size = max(size, 10)). The BM25 side is the words of `question` (or a Lucene query in `query`); the kNN side is the embedding of `question` (or `vector`). `filter` applies to both. Same hit shape and caps as search: `size` at most {max_size}, strings cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
+        description = "Hybrid search: BM25 over the text fields and kNN over the vector `field`, fused by reciprocal rank fusion (a hit scores the sum of 1 / (rank_constant + rank) over the two rankings; rank_constant 60, each ranking cut to rank_window_size = max(size, 10)). The BM25 side is the words of `question` (or a Lucene query in `query`); the kNN side is the embedding of `question` (or `vector`). `filter` applies to both. A hit the kNN side found by a passage of a long text carries `passage` {index, start, end, text}, as in semantic_search. Same hit shape and caps as search: `size` at most {max_size}, strings (the passage text too) cut to {max_text_bytes} bytes, answer under {max_answer_bytes} bytes."
     )]
     async fn hybrid_search(&self, Parameters(a): Parameters<HybridArgs>) -> ToolResult {
-        let index = a.index.clone();
+        let (index, field) = (a.index.clone(), a.field.clone());
         match self
             .embedded_body(&index, move |limits, embed| a.to_body(limits, embed))
             .await
         {
-            Ok(body) => self.run_search(index, body, false).await,
+            Ok(body) => self.run_knn_search(index, &field, body).await,
             Err(e) => e,
         }
     }
