@@ -82,6 +82,13 @@ create_exception!(
 );
 create_exception!(
     quarry,
+    ModelError,
+    QuarryError,
+    "An embedding model cannot be loaded or run (attribute `model`: its directory), e.g. a \
+     directory without config.json, tokenizer.json or model.safetensors."
+);
+create_exception!(
+    quarry,
     WriterError,
     QuarryError,
     "The writer failed earlier (or was closed) and must be reopened."
@@ -104,6 +111,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),
     )?;
+    m.add("ModelError", py.get_type::<ModelError>())?;
     m.add("WriterError", py.get_type::<WriterError>())?;
     Ok(())
 }
@@ -221,6 +229,9 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             &[("field", obj(py, field))],
         ),
         Error::WriterPoisoned(_) => WriterError::new_err(msg),
+        Error::Model { model, .. } => {
+            with_attrs(py, ModelError::new_err(msg), &[("model", obj(py, model))])
+        }
         _ => QuarryError::new_err(msg),
     }
 }

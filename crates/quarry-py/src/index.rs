@@ -38,9 +38,9 @@ fn parse_index_sort(py: Python<'_>, items: &[Bound<'_, PyAny>]) -> PyResult<quar
 /// >>> index.searcher().search("oil", limit=10)
 #[pyclass(name = "Index", module = "quarry", frozen)]
 pub struct PyIndex {
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     schema: Schema,
-    reader: PyIndexReader,
+    pub(crate) reader: PyIndexReader,
 }
 
 #[pymethods]
@@ -150,7 +150,7 @@ impl PyIndex {
         let w = detached(py, move || IndexWriter::open(&p, opts))?;
         Ok(PyIndexWriter {
             schema: w.schema().clone(),
-            parser: PySearcher::new(self.reader.inner.searcher()),
+            parser: PySearcher::new(self.reader.inner.searcher(), None),
             inner: Mutex::new(Some(w)),
         })
     }
@@ -189,7 +189,7 @@ pub struct PyIndexReader {
 }
 
 impl PyIndexReader {
-    fn current(&self) -> Index {
+    pub(crate) fn current(&self) -> Index {
         self.inner.index()
     }
 }
@@ -198,7 +198,7 @@ impl PyIndexReader {
 impl PyIndexReader {
     /// A searcher over the reader's current view (cheap).
     pub(crate) fn searcher(&self) -> PySearcher {
-        PySearcher::new(self.inner.searcher())
+        PySearcher::new(self.inner.searcher(), Some(self.inner.index()))
     }
 
     /// Moves the reader to the newest commit (reusing unchanged segments); returns whether
@@ -219,6 +219,11 @@ impl PyIndexReader {
 /// commits when the block ends normally; on an exception the uncommitted documents are
 /// discarded. Documents are dicts ``{field: value}``; values are strings, integers or lists
 /// of them. Indexing and committing release the GIL.
+///
+/// A vector field with ``embed`` options (see :meth:`SchemaBuilder.add_vector_field`) gets the
+/// vectors of a document that has the source text and gives no vector computed by the
+/// field's registered model (:meth:`Index.add_model`); :meth:`add_many` embeds its documents
+/// ``batch_size`` at a time, :meth:`add` and :meth:`update` one by one.
 #[pyclass(name = "IndexWriter", module = "quarry", frozen)]
 pub struct PyIndexWriter {
     schema: Schema,
@@ -242,13 +247,13 @@ impl PyIndexWriter {
         })
     }
 
+    /// Adds a batch in one call, so that embedded vector fields are computed for all of it
+    /// at once (batches through the model, every core) with the GIL released.
     fn add_batch(&self, py: Python<'_>, batch: Vec<Document>) -> PyResult<()> {
-        self.with(py, move |w| {
-            for d in batch {
-                w.add_document(d)?;
-            }
-            Ok(())
-        })
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.with(py, move |w| w.add_documents(batch).map(|_| ()))
     }
 }
 
@@ -316,8 +321,9 @@ impl PyIndexWriter {
     }
 
     /// Adds every document of ``docs`` (any iterable, e.g. a generator reading a file),
-    /// converting ``batch_size`` at a time: memory stays flat however many are given. Returns
-    /// the number added.
+    /// converting ``batch_size`` at a time: memory stays flat however many are given. Embedded
+    /// vector fields are computed for each batch in one call, without the GIL; when that
+    /// fails, none of the batch is added. Returns the number added.
     #[pyo3(signature = (docs, batch_size = 1024))]
     fn add_many(
         &self,

@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod convert;
+mod embed;
 mod errors;
 mod explain;
 mod index;

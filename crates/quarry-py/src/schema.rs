@@ -65,8 +65,9 @@ impl PySchema {
     }
 
     /// The fields as dicts ``{"name", "type", "stored", "analyzer"}`` (vector fields also
-    /// ``"dims"``, ``"similarity"``, ``"element_type"``, ``"index"`` and, for HNSW, ``"m"`` and
-    /// ``"ef_construction"``).
+    /// ``"dims"``, ``"similarity"``, ``"element_type"``, ``"index"``, for HNSW ``"m"`` and
+    /// ``"ef_construction"``, and when they embed text ``"embed": {"from", "model",
+    /// "passages"}``).
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self

@@ -17,7 +17,8 @@ use crate::{convert, detached, errors};
 /// ``(segment, doc)`` in the searcher it came from), ``seq`` (its position in index order),
 /// ``fields`` (stored fields), ``shard`` (the shard, for sharded searches; else None) and
 /// ``snippets`` (with ``search(..., highlight=[...])``: per highlighted field with a match, its
-/// fragments with the matches in ``<em>``...``</em>``; else empty).
+/// fragments with the matches in ``<em>``...``</em>``; else empty) and ``passage`` (kNN and
+/// hybrid hits of a field that embeds its text as passages: the passage that matched).
 #[pyclass(name = "Hit", module = "quarry", frozen)]
 pub struct PyHit {
     #[pyo3(get)]
@@ -37,12 +38,18 @@ pub struct PyHit {
     /// Highlighted fragments by field (``search(..., highlight=[...])``).
     #[pyo3(get)]
     snippets: Py<PyDict>,
+    /// ``{"index", "start", "end", "text"}``: the passage of the document's text whose vector
+    /// scored a kNN (or hybrid) hit, ``start``..``end`` in bytes of the UTF-8 source text (the
+    /// source field's values joined by newlines), ``text`` None when that field is not stored;
+    /// None for other hits.
+    #[pyo3(get)]
+    passage: Option<Py<PyDict>>,
 }
 
 #[pymethods]
 impl PyHit {
     #[new]
-    #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None, snippets = None))]
+    #[pyo3(signature = (score, doc, seq, fields = None, shard = None, sort = None, snippets = None, passage = None))]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         py: Python<'_>,
@@ -53,6 +60,7 @@ impl PyHit {
         shard: Option<u32>,
         sort: Option<Py<PyList>>,
         snippets: Option<Py<PyDict>>,
+        passage: Option<Py<PyDict>>,
     ) -> Self {
         Self {
             score,
@@ -62,6 +70,7 @@ impl PyHit {
             shard,
             sort,
             snippets: snippets.unwrap_or_else(|| PyDict::new(py).unbind()),
+            passage,
         }
     }
 
@@ -81,6 +90,7 @@ impl PyHit {
         let py = slf.py();
         let h = slf.get();
         let sort = h.sort.as_ref().map(|s| s.clone_ref(py));
+        let passage = h.passage.as_ref().map(|p| p.clone_ref(py));
         let args = (
             h.score,
             h.doc,
@@ -89,6 +99,7 @@ impl PyHit {
             h.shard,
             sort,
             h.snippets.clone_ref(py),
+            passage,
         )
             .into_pyobject(py)?;
         PyTuple::new(py, [slf.get_type().into_any(), args.into_any()])
@@ -158,11 +169,14 @@ impl PySearchResult {
 #[pyclass(name = "Searcher", module = "quarry", frozen)]
 pub struct PySearcher {
     pub(crate) inner: Searcher,
+    /// The index the searcher reads, whose registered models embed `text=` queries (None for
+    /// a writer's query parser).
+    pub(crate) index: Option<quarry::Index>,
 }
 
 impl PySearcher {
-    pub(crate) fn new(inner: Searcher) -> Self {
-        Self { inner }
+    pub(crate) fn new(inner: Searcher, index: Option<quarry::Index>) -> Self {
+        Self { inner, index }
     }
 
     fn field_names(&self) -> Vec<String> {
@@ -305,6 +319,7 @@ impl PySearcher {
                         shard: None,
                         sort: Some(PyList::new(py, values)?.unbind()),
                         snippets: PyDict::new(py).unbind(),
+                        passage: None,
                     },
                 )
             })
@@ -717,6 +732,7 @@ impl PySearcher {
                         shard: None,
                         sort: None,
                         snippets: sn.unbind(),
+                        passage: None,
                     },
                 )
             })

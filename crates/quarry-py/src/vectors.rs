@@ -1,14 +1,15 @@
 //! Dense vectors from Python: vector fields in `SchemaBuilder`, vector values (lists, tuples,
-//! NumPy arrays or any buffer of numbers), `Searcher.knn`, `Searcher.hybrid`, and `fuse` (the
-//! library's rank fusion on rankings made elsewhere: `quarry.ray` fuses shards' rankings with it).
+//! NumPy arrays or any buffer of numbers), `Searcher.knn`, `Searcher.hybrid` (with a query
+//! vector, or a text the field's model embeds: `crate::embed`), and `fuse` (the library's rank
+//! fusion on rankings made elsewhere: `quarry.ray` fuses shards' rankings with it).
 use pyo3::buffer::{PyBuffer, PyUntypedBuffer};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use quarry::fusion::{self, Normalizer};
 use quarry::schema::{ElementType, Similarity, VectorIndex};
-use quarry::search::knn::{Fusion, KnnQuery};
-use quarry::{FieldEntry, FieldType, Hit, Searcher};
+use quarry::search::knn::{Fusion, KnnHit, KnnQuery};
+use quarry::{FieldEntry, FieldType, Index, Searcher};
 use serde_json::{Map, Value};
 
 use crate::schema::PySchemaBuilder;
@@ -122,7 +123,7 @@ pub(crate) fn describe(d: &Bound<'_, PyDict>, f: &FieldEntry) -> PyResult<()> {
         }
         VectorIndex::Flat => d.set_item("index", "flat")?,
     }
-    Ok(())
+    crate::embed::describe(d, f)
 }
 
 #[pymethods]
@@ -135,7 +136,16 @@ impl PySchemaBuilder {
     /// (a graph per segment, with ``m`` neighbours per node and a build beam of
     /// ``ef_construction``) or ``"flat"`` (exact search only); ``stored``: whether hits return
     /// the vector. Raises :class:`SchemaError` naming the field for a bad setting.
-    #[pyo3(signature = (name, dims, similarity = "cosine", element_type = "float32", index = "hnsw", m = 16, ef_construction = 100, stored = true))]
+    ///
+    /// ``embed_from`` and ``model``: compute the vectors from the text of the text or keyword
+    /// field ``embed_from`` with the model registered as ``model`` (:meth:`Index.add_model`;
+    /// ``dims`` must be its dimension) when a document gives no vector, and let
+    /// :meth:`Searcher.knn` take ``text=``. ``passages``: how a text longer than the model's
+    /// window is embedded: None or True (the default) as overlapping passages, each a vector
+    /// (a document scores by its best one, and a hit says which matched); ``{"window": N,
+    /// "overlap": N}`` in word pieces; False cuts the text at the window. The schema JSON's
+    /// ``"embed": {"from", "model", "passages"}``.
+    #[pyo3(signature = (name, dims, similarity = "cosine", element_type = "float32", index = "hnsw", m = 16, ef_construction = 100, stored = true, embed_from = None, model = None, passages = None))]
     #[allow(clippy::too_many_arguments)]
     fn add_vector_field<'py>(
         slf: PyRef<'py, Self>,
@@ -148,7 +158,11 @@ impl PySchemaBuilder {
         m: u32,
         ef_construction: u32,
         stored: bool,
+        embed_from: Option<&str>,
+        model: Option<&str>,
+        passages: Option<Bound<'py, PyAny>>,
     ) -> PyResult<PyRef<'py, Self>> {
+        let embed = crate::embed::embed_options(py, name, embed_from, model, passages.as_ref())?;
         let sim = Similarity::from_name(similarity).ok_or_else(|| {
             schema_error(
                 py,
@@ -186,15 +200,24 @@ impl PySchemaBuilder {
         if vector_index != VectorIndex::default() {
             f.index = Some(vector_index);
         }
+        f.embed = embed;
         slf.fields.lock().expect("builder").push(f);
         Ok(slf)
     }
 }
 
+/// Where a kNN search's query vector comes from.
+enum QueryVector {
+    /// Given by the caller (checked against the field).
+    Given(Vec<f32>),
+    /// A text the field's model embeds.
+    Text(String),
+}
+
 /// Arguments of one kNN search, before they meet a searcher.
 struct KnnArgs {
     field: String,
-    vector: Vec<f32>,
+    vector: QueryVector,
     k: usize,
     num_candidates: Option<usize>,
     filter: Option<quarry::query::Query>,
@@ -202,27 +225,35 @@ struct KnnArgs {
 }
 
 impl KnnArgs {
-    fn query(self) -> KnnQuery {
-        KnnQuery {
+    /// The library's query. A text is embedded here, by the field's model from `index`'s
+    /// registry: callers run this without the GIL.
+    fn query(self, index: Option<&Index>) -> quarry::Result<KnnQuery> {
+        let vector = match self.vector {
+            QueryVector::Given(v) => v,
+            QueryVector::Text(text) => {
+                let index = index.ok_or_else(|| {
+                    quarry::Error::InvalidArgument(
+                        "this searcher has no index whose models could embed text=; use Index.searcher()".into(),
+                    )
+                })?;
+                index.embed_query(&self.field, &text)?
+            }
+        };
+        Ok(KnnQuery {
             field: self.field,
-            vector: self.vector,
+            vector,
             k: self.k,
             num_candidates: self.num_candidates,
             filter: self.filter,
             exact: self.exact,
-        }
+        })
     }
 }
 
 impl PySearcher {
-    /// A query vector for `field`, checked as far as the schema allows before the search: the
-    /// library checks length and type too, but names the field only in some messages.
-    fn query_vector(
-        &self,
-        py: Python<'_>,
-        field: &str,
-        vector: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<f32>> {
+    /// The schema entry of the vector field `field`: UnknownFieldError, or QueryError for a
+    /// field that is not a vector field.
+    fn vector_field(&self, py: Python<'_>, field: &str) -> PyResult<&FieldEntry> {
         let schema = self.inner.schema();
         let Some(entry) = schema.field_by_name(field) else {
             let known = schema.fields().iter().map(|f| f.name.clone()).collect();
@@ -237,6 +268,18 @@ impl PySearcher {
                 ),
             ));
         }
+        Ok(entry)
+    }
+
+    /// A query vector for `field`, checked as far as the schema allows before the search: the
+    /// library checks length and type too, but names the field only in some messages.
+    fn query_vector(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        vector: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<f32>> {
+        let entry = self.vector_field(py, field)?;
         let v = vector_value(vector, &|m| {
             query_error(py, format!("field {field:?}: {m}"))
         })?;
@@ -267,14 +310,35 @@ impl PySearcher {
         &self,
         py: Python<'_>,
         field: &str,
-        vector: &Bound<'_, PyAny>,
+        vector: Option<&Bound<'_, PyAny>>,
+        text: Option<String>,
         k: usize,
         num_candidates: Option<usize>,
         filter: Option<&Bound<'_, PyAny>>,
         exact: bool,
         default_fields: Option<Vec<String>>,
     ) -> PyResult<KnnArgs> {
-        let vector = self.query_vector(py, field, vector)?;
+        let vector = match (vector.filter(|v| !v.is_none()), text) {
+            (Some(v), None) => QueryVector::Given(self.query_vector(py, field, v)?),
+            (None, Some(t)) => {
+                self.vector_field(py, field)?;
+                QueryVector::Text(t)
+            }
+            (Some(_), Some(_)) => {
+                return Err(bad_arg(
+                    py,
+                    format!("kNN on {field:?}: give a query vector or a text to embed, not both"),
+                ))
+            }
+            (None, None) => {
+                return Err(bad_arg(
+                    py,
+                    format!(
+                        "kNN on {field:?} needs a query vector (vector=) or a text that the field's model embeds (text=)"
+                    ),
+                ))
+            }
+        };
         let filter = match filter.filter(|f| !f.is_none()) {
             Some(f) => Some(self.resolve(py, f, default_fields)?),
             None => None,
@@ -289,8 +353,8 @@ impl PySearcher {
         })
     }
 
-    /// The `knn=` argument of `hybrid`: a dict with `field`, `vector` (or `query_vector`) and
-    /// optionally `k`, `num_candidates`, `filter`, `exact`.
+    /// The `knn=` argument of `hybrid`: a dict with `field`, `vector` (or `query_vector`) or
+    /// `text`, and optionally `k`, `num_candidates`, `filter`, `exact`.
     fn knn_dict(
         &self,
         py: Python<'_>,
@@ -300,11 +364,12 @@ impl PySearcher {
     ) -> PyResult<KnnArgs> {
         let d = knn.cast::<PyDict>().map_err(|_| {
             PyTypeError::new_err(
-                "knn= is a dict {\"field\": ..., \"vector\": [...], \"k\", \"num_candidates\", \"filter\", \"exact\"}",
+                "knn= is a dict {\"field\": ..., \"vector\": [...] or \"text\": \"...\", \"k\", \"num_candidates\", \"filter\", \"exact\"}",
             )
         })?;
         let mut field = None;
         let mut vector = None;
+        let mut text = None;
         let mut kk = k;
         let mut num_candidates = None;
         let mut filter = None;
@@ -314,6 +379,7 @@ impl PySearcher {
             match key.as_str() {
                 "field" => field = Some(v.extract::<String>()?),
                 "vector" | "query_vector" => vector = Some(v),
+                "text" => text = v.extract::<Option<String>>()?,
                 "k" => kk = v.extract()?,
                 "num_candidates" => num_candidates = v.extract()?,
                 "filter" => filter = Some(v),
@@ -322,19 +388,18 @@ impl PySearcher {
                     return Err(bad_arg(
                         py,
                         format!(
-                            "knn= key {other:?} (known: field, vector, k, num_candidates, filter, exact)"
+                            "knn= key {other:?} (known: field, vector, text, k, num_candidates, filter, exact)"
                         ),
                     ))
                 }
             }
         }
         let field = field.ok_or_else(|| bad_arg(py, "knn= needs \"field\"".into()))?;
-        let vector =
-            vector.ok_or_else(|| bad_arg(py, format!("knn= on {field:?} needs \"vector\"")))?;
         self.knn_args(
             py,
             &field,
-            &vector,
+            vector.as_ref(),
+            text,
             kk,
             num_candidates,
             filter.as_ref(),
@@ -344,44 +409,60 @@ impl PySearcher {
     }
 }
 
-/// Hits with their stored fields (`fields`: those to keep; `[]`: none) as a `SearchResult`
-/// whose count is the number of hits.
+/// Hits with their stored fields (`fields`: those to keep; `[]`: none) and, for a field of
+/// passages, the passage each matched (`field`: the kNN field), as a `SearchResult` whose
+/// count is the number of hits.
 fn result(
     py: Python<'_>,
     searcher: Searcher,
-    run: impl FnOnce(&Searcher) -> quarry::Result<Vec<Hit>> + Send,
+    field: String,
+    run: impl FnOnce(&Searcher) -> quarry::Result<Vec<KnnHit>> + Send,
     fields: Option<Vec<String>>,
 ) -> PyResult<PySearchResult> {
     let want_fields = fields.as_ref().is_none_or(|f| !f.is_empty());
-    let (hits, docs): (Vec<Hit>, Vec<Map<String, Value>>) = detached(py, move || {
+    type Found = (Vec<KnnHit>, Vec<Map<String, Value>>, Vec<Option<String>>);
+    let (hits, docs, passages): Found = detached(py, move || {
         let hits = run(&searcher)?;
         let mut docs = Vec::new();
         if want_fields {
             for h in &hits {
-                docs.push(searcher.stored_fields(h.doc)?);
+                docs.push(searcher.stored_fields(h.hit.doc)?);
             }
         }
-        Ok((hits, docs))
+        let passages = hits
+            .iter()
+            .map(|h| match &h.passage {
+                Some(p) => searcher.passage_text(h.hit.doc, &field, p),
+                None => Ok(None),
+            })
+            .collect::<quarry::Result<Vec<_>>>()?;
+        Ok((hits, docs, passages))
     })?;
     let items = hits
         .iter()
+        .zip(passages)
         .enumerate()
-        .map(|(i, h)| {
+        .map(|(i, (h, text))| {
             let f = match docs.get(i) {
                 Some(m) => convert::stored(py, m, fields.as_deref())?,
                 None => PyDict::new(py),
+            };
+            let passage = match &h.passage {
+                Some(p) => Some(crate::embed::passage(py, p, text)?),
+                None => None,
             };
             Py::new(
                 py,
                 PyHit::new(
                     py,
-                    h.score,
-                    (h.doc.segment, h.doc.doc),
-                    h.seq,
+                    h.hit.score,
+                    (h.hit.doc.segment, h.hit.doc.doc),
+                    h.hit.seq,
                     Some(f.unbind()),
                     None,
                     None,
                     None,
+                    passage,
                 ),
             )
         })
@@ -454,43 +535,58 @@ impl PySearcher {
     /// :class:`SearchResult` (``count`` is the number of hits). Scores are Elasticsearch's for
     /// the field's similarity (cosine: ``(1 + cos) / 2``); equal scores rank in index order.
     ///
+    /// ``text`` instead of ``vector``: the query vector is ``text`` embedded by the model of
+    /// the field's ``embed`` option (:meth:`Index.embed_query`; the GIL is released). On a
+    /// field of passages a document scores by its best passage and ``hit.passage`` says which.
+    ///
     /// ``num_candidates``: the graph search's beam width per segment (default
     /// ``min(1.5 k, 10000)``); ``filter``: a query (string or :class:`Query`) that hits must
     /// match; ``exact``: compare every vector instead of walking the graph. Deleted documents
     /// never come back. Raises :class:`UnknownFieldError`, or :class:`QueryError` naming the
-    /// field for a non-vector field or a vector of the wrong length or with NaN/infinity.
-    #[pyo3(signature = (field, vector, k = 10, num_candidates = None, filter = None, exact = false, fields = None, default_fields = None))]
+    /// field for a non-vector field or a vector of the wrong length or with NaN/infinity;
+    /// :class:`InvalidArgumentError` for both or neither of ``vector`` and ``text``, or
+    /// ``text`` on a field without ``embed``.
+    #[pyo3(signature = (field, vector = None, k = 10, num_candidates = None, filter = None, exact = false, fields = None, default_fields = None, text = None))]
     #[allow(clippy::too_many_arguments)]
     fn knn(
         &self,
         py: Python<'_>,
         field: &str,
-        vector: &Bound<'_, PyAny>,
+        vector: Option<&Bound<'_, PyAny>>,
         k: usize,
         num_candidates: Option<usize>,
         filter: Option<&Bound<'_, PyAny>>,
         exact: bool,
         fields: Option<Vec<String>>,
         default_fields: Option<Vec<String>>,
+        text: Option<String>,
     ) -> PyResult<PySearchResult> {
-        let q = self
-            .knn_args(
-                py,
-                field,
-                vector,
-                k,
-                num_candidates,
-                filter,
-                exact,
-                default_fields,
-            )?
-            .query();
-        result(py, self.inner.clone(), move |s| s.knn(&q), fields)
+        let args = self.knn_args(
+            py,
+            field,
+            vector,
+            text,
+            k,
+            num_candidates,
+            filter,
+            exact,
+            default_fields,
+        )?;
+        let index = self.index.clone();
+        result(
+            py,
+            self.inner.clone(),
+            field.to_string(),
+            move |s| s.knn_hits(&args.query(index.as_ref())?),
+            fields,
+        )
     }
 
     /// A text ``query``'s ranking and a kNN search's (``knn``: a dict ``{"field", "vector",
-    /// "k", "num_candidates", "filter", "exact"}``, as :meth:`knn` takes them; ``k`` defaults
-    /// to ``limit``) fused into one; the best ``limit`` hits, each scored by the fusion.
+    /// "k", "num_candidates", "filter", "exact"}``, as :meth:`knn` takes them, with ``"text"``
+    /// instead of ``"vector"`` for a text the field's model embeds; ``k`` defaults to
+    /// ``limit``) fused into one; the best ``limit`` hits, each scored by the fusion, with
+    /// ``hit.passage`` for those the kNN ranking found by a passage.
     ///
     /// ``fusion="rrf"``: reciprocal rank fusion, ``Σ weight / (rank_constant + rank)``, ranks
     /// from 1; ``fusion="linear"``: ``Σ weight × normalized score`` with ``normalization``
@@ -514,13 +610,16 @@ impl PySearcher {
         default_fields: Option<Vec<String>>,
     ) -> PyResult<PySearchResult> {
         let text = self.resolve(py, query, default_fields.clone())?;
-        let kq = self.knn_dict(py, knn, limit, default_fields)?.query();
+        let args = self.knn_dict(py, knn, limit, default_fields)?;
         let window = window_size.unwrap_or(limit.max(10));
         let fusion = parse_fusion(py, fusion, rank_constant, window, weights, normalization)?;
+        let index = self.index.clone();
+        let field = args.field.clone();
         result(
             py,
             self.inner.clone(),
-            move |s| s.hybrid(&text, &kq, &fusion, limit),
+            field,
+            move |s| s.hybrid_hits(&text, &args.query(index.as_ref())?, &fusion, limit),
             fields,
         )
     }

@@ -11,7 +11,9 @@
 ...     print(hit.score, hit.fields["title"])
 
 Vector fields (:meth:`SchemaBuilder.add_vector_field`) are searched with :meth:`Searcher.knn`
-and :meth:`Searcher.hybrid`. Every error raised by quarry is a :class:`QuarryError`.
+and :meth:`Searcher.hybrid`; with ``embed_from=`` and a model registered by
+:meth:`Index.add_model`, quarry computes their vectors from text itself (``knn(field,
+text="...")``). Every error raised by quarry is a :class:`QuarryError`.
 ``quarry.ray`` shards an index over Ray workers and searches it with the exact scores of one
 index.
 """
@@ -32,6 +34,7 @@ from ._quarry import (
     IndexWriter,
     InvalidArgumentError,
     LockedError,
+    ModelError,
     QuarryError,
     QuarryIOError,
     Query,
@@ -80,6 +83,7 @@ __all__ = [
     "IndexWriter",
     "InvalidArgumentError",
     "LockedError",
+    "ModelError",
     "QuarryError",
     "QuarryIOError",
     "Query",

@@ -17,15 +17,50 @@ Vector = Sequence[float] | Buffer
 NumPy array (read through the buffer protocol)."""
 
 class KnnArgs(TypedDict, total=False):
-    """The ``knn=`` argument of :meth:`Searcher.hybrid` (``field`` and ``vector`` required)."""
+    """The ``knn=`` argument of :meth:`Searcher.hybrid` (``field`` required, and ``vector`` or
+    ``text``: a text the field's model embeds)."""
 
     field: str
     vector: Vector
     query_vector: Vector
+    text: str
     k: int
     num_candidates: int | None
     filter: str | Query | None
     exact: bool
+
+class PassageOptions(TypedDict, total=False):
+    """How an embedded field splits a long text: word pieces per passage (the model's two
+    special tokens included; default the model's window) and pieces consecutive passages share
+    (default an eighth of the window)."""
+
+    window: int
+    overlap: int
+
+class Passage(TypedDict):
+    """The passage of a document's text that scored a kNN or hybrid hit: its number, its byte
+    span ``start``..``end`` in the UTF-8 source text (the source field's values joined by
+    newlines) and its text (None when the source field is not stored)."""
+
+    index: int
+    start: int
+    end: int
+    text: str | None
+
+class ModelFile(TypedDict):
+    path: str
+    bytes: int
+    crc32c: str
+
+class ModelManifest(TypedDict):
+    """A model registered with an index (``models/NAME/model.json``)."""
+
+    version: int
+    name: str
+    source: str
+    dims: int
+    max_tokens: int
+    files: list[ModelFile]
 
 class QuarryError(Exception):
     """Base class of every error raised by quarry."""
@@ -68,6 +103,11 @@ class UnknownFieldError(QueryError):
     known: list[str]
 
 class InvalidArgumentError(QuarryError): ...
+
+class ModelError(QuarryError):
+    model: str
+    """The model's directory."""
+
 class WriterError(QuarryError): ...
 
 class Schema:
@@ -128,6 +168,9 @@ class SchemaBuilder:
         m: int = 16,
         ef_construction: int = 100,
         stored: bool = True,
+        embed_from: str | None = None,
+        model: str | None = None,
+        passages: bool | PassageOptions | None = None,
     ) -> SchemaBuilder: ...
     def build(self) -> Schema: ...
 
@@ -154,6 +197,11 @@ class Index:
     def writer(self, threads: int | None = None, memory_mb: int | None = None) -> IndexWriter: ...
     def reader(self) -> IndexReader: ...
     def searcher(self) -> Searcher: ...
+    def add_model(self, name: str, path: str | PathLike[str]) -> ModelManifest: ...
+    def list_models(self) -> list[ModelManifest]: ...
+    def embed_query(
+        self, text: str, field: str | None = None, model: str | None = None
+    ) -> list[float]: ...
 
 class IndexReader:
     """A point-in-time view of an index that :meth:`reload` moves to the newest commit."""
@@ -198,6 +246,7 @@ class Hit:
     shard: int | None
     sort: list[Any] | None
     snippets: dict[str, list[str]]
+    passage: Passage | None
     def __init__(
         self,
         score: float,
@@ -207,6 +256,7 @@ class Hit:
         shard: int | None = None,
         sort: list[Any] | None = None,
         snippets: dict[str, list[str]] | None = None,
+        passage: Passage | None = None,
     ) -> None: ...
 
 class SearchResult:
@@ -244,13 +294,14 @@ class Searcher:
     def knn(
         self,
         field: str,
-        vector: Vector,
+        vector: Vector | None = None,
         k: int = 10,
         num_candidates: int | None = None,
         filter: str | Query | None = None,
         exact: bool = False,
         fields: Sequence[str] | None = None,
         default_fields: Sequence[str] | None = None,
+        text: str | None = None,
     ) -> SearchResult: ...
     def hybrid(
         self,
