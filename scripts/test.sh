@@ -19,7 +19,8 @@
 #   3b. the analyzer against Lucene itself (scripts/lucene-analyzer-cases.sh): 3000 random strings
 #      of a fixed seed tokenized by Lucene's StandardAnalyzer and by quarry's, which must agree;
 #   4. the Python package's tests (scripts/python-tests.sh: a venv under target/pyvenv, the
-#      package built from source with maturin, pytest incl. the Ray sharding exactness test);
+#      package built from source with maturin, pytest incl. the Ray sharding exactness test and
+#      the embedding tests with step 2a's model);
 #   4a. the HTTP server driven by the official Elasticsearch Python clients, pinned to exact
 #      versions (scripts/server-tests.sh, its own venv under target/), on the `quarry` binary
 #      step 3 built;
