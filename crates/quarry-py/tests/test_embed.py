@@ -45,7 +45,14 @@ QUESTIONS = {
     "musical instrument with six strings": "guitar",
     "space launch of a spacecraft": "rocket",
 }
-LIGHTHOUSE = "The old lighthouse keeper fed the seagulls fresh sardines every morning at dawn."
+LIGHTHOUSE = (
+    "The old lighthouse keeper fed the seagulls fresh sardines every morning at dawn. "
+    "He climbed the spiral stairs of the lighthouse, cleaned the great lamp and watched the "
+    "gulls circle over the rocks, waiting for their fish. The seagulls knew him well: they "
+    "landed on the railing of the lighthouse gallery and took the sardines from his hand. "
+    "In winter storms the keeper kept the light burning all night for the fishing boats, and "
+    "at first light the hungry seagulls were back at his door, crying for their breakfast of fish."
+)
 
 
 @pytest.fixture(scope="session")
@@ -96,16 +103,18 @@ def new_index(path: Path, model_dir: Path, schema: quarry.Schema) -> quarry.Inde
 
 
 def long_text(st_fixture) -> str:
-    """Non-ASCII text first (so that byte and character offsets differ), Reuters bodies (well
-    over the 256-piece window), then the lighthouse sentence."""
+    """Non-ASCII text first (so that byte and character offsets differ), then Reuters bodies
+    (well over the 256-piece window) with the lighthouse paragraph in their middle."""
     texts = st_fixture[0]
     parts, n = [], 0
     for t in texts[:40]:
         parts.append(t)
         n += len(t)
-        if n > 4000:
+        if n > 6000:
             break
-    return "Café owners in Zürich and Malmö raised prices.\n" + "\n".join(parts) + "\n" + LIGHTHOUSE
+    half = len(parts) // 2
+    parts.insert(half, LIGHTHOUSE)
+    return "Café owners in Zürich and Malmö raised prices.\n" + "\n".join(parts)
 
 
 @pytest.fixture(scope="session")
