@@ -13,14 +13,15 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use quarry::search::knn::{KnnQuery, Passage};
 use quarry::vector::VectorSource;
 use quarry::{DocAddress, Searcher};
-use quarry_server::{app, AppState, Config};
+use quarry_server::{AppState, Config};
 use serde_json::{json, Value};
-use tower::ServiceExt;
+
+mod common;
+use common::{call, call_raw};
 
 fn model_dir() -> Option<PathBuf> {
     match std::env::var_os("QUARRY_TEST_MODEL_DIR") {
@@ -35,42 +36,9 @@ fn model_dir() -> Option<PathBuf> {
     }
 }
 
-async fn call(state: &AppState, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
-    call_raw(
-        state,
-        method,
-        uri,
-        body.map(|b| b.to_string()),
-        "application/json",
-    )
-    .await
-}
-
-async fn call_raw(
-    state: &AppState,
-    method: &str,
-    uri: &str,
-    body: Option<String>,
-    ct: &str,
-) -> (u16, Value) {
-    let mut req = Request::builder().method(method).uri(uri);
-    if body.is_some() {
-        req = req.header("content-type", ct);
-    }
-    let req = req.body(Body::from(body.unwrap_or_default())).unwrap();
-    let resp = app(state.clone()).oneshot(req).await.unwrap();
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-    (status.as_u16(), body)
-}
-
 async fn search(state: &AppState, body: Value) -> Value {
     let (st, r) = call(state, "POST", "/sem/_search", Some(body.clone())).await;
-    assert_eq!(st, StatusCode::OK.as_u16(), "{body}: {r}");
+    assert_eq!(st, StatusCode::OK, "{body}: {r}");
     r
 }
 
@@ -182,7 +150,7 @@ async fn passages_through_hits_and_the_semantic_highlighter() {
         "application/x-ndjson",
     )
     .await;
-    assert_eq!((st, &r["errors"]), (200, &json!(false)), "{r}");
+    assert_eq!((st.as_u16(), &r["errors"]), (200, &json!(false)), "{r}");
     let handle = state.indices.get("sem").unwrap();
     let searcher = handle.searcher();
     let id_of = |doc: DocAddress| -> String {

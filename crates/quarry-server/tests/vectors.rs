@@ -4,49 +4,11 @@
 //! scores), and bad input that gets a 400 naming it.
 use std::collections::HashMap;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use quarry_server::{app, AppState, Config};
+use quarry_server::{AppState, Config};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-async fn call(
-    state: &AppState,
-    method: &str,
-    uri: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    call_raw(
-        state,
-        method,
-        uri,
-        body.map(|b| b.to_string()),
-        "application/json",
-    )
-    .await
-}
-
-async fn call_raw(
-    state: &AppState,
-    method: &str,
-    uri: &str,
-    body: Option<String>,
-    ct: &str,
-) -> (StatusCode, Value) {
-    let mut req = Request::builder().method(method).uri(uri);
-    if body.is_some() {
-        req = req.header("content-type", ct);
-    }
-    let req = req.body(Body::from(body.unwrap_or_default())).unwrap();
-    let resp = app(state.clone()).oneshot(req).await.unwrap();
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-    (status, body)
-}
+mod common;
+use common::{call, call_raw};
 
 /// Reproducible vectors: a xorshift stream of values in [-1, 1).
 fn vectors(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {

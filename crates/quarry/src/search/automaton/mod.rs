@@ -290,8 +290,6 @@ fn literal_of<'s>(states: impl Iterator<Item = &'s NState>) -> Option<char> {
 /// `?` queries of the W2 fuzzy/wildcard class: `Arc` drops, `malloc` and `free` ~35 %).
 #[derive(Debug, Clone)]
 pub struct BitNfa {
-    /// Per state: its ranges when it is a class state.
-    ranges: Vec<Vec<(u32, u32)>>,
     /// Per state: the closure of its target when it is a class state.
     next: Vec<u128>,
     /// The class states.
@@ -299,7 +297,7 @@ pub struct BitNfa {
     /// The match state.
     matches: u128,
     start: u128,
-    /// Per state, for [`CharAutomaton::literal_char`].
+    /// The NFA's states (their character classes).
     states: Vec<NState>,
 }
 
@@ -315,7 +313,6 @@ impl BitNfa {
         }
         let mask = |set: NfaState| set.iter().fold(0u128, |m, &i| m | 1 << i);
         let mut b = BitNfa {
-            ranges: vec![Vec::new(); n],
             next: vec![0; n],
             classes: 0,
             matches: 0,
@@ -324,9 +321,8 @@ impl BitNfa {
         };
         for (i, st) in nfa.states.iter().enumerate() {
             match st {
-                NState::Class(ranges, t) => {
+                NState::Class(_, t) => {
                     b.classes |= 1 << i;
-                    b.ranges[i] = ranges.clone();
                     b.next[i] = mask(nfa.closure([*t]));
                 }
                 NState::Match => b.matches |= 1 << i,
@@ -362,7 +358,10 @@ impl CharAutomaton for BitNfa {
     fn accept(&self, s: &u128, c: char) -> u128 {
         let c = u32::from(c);
         bits(s & self.classes)
-            .filter(|&i| self.ranges[i].iter().any(|&(lo, hi)| lo <= c && c <= hi))
+            .filter(|&i| {
+                matches!(&self.states[i], NState::Class(ranges, _)
+                    if ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi))
+            })
             .fold(0, |next, i| next | self.next[i])
     }
     fn literal_char(&self, s: &u128) -> Option<char> {
