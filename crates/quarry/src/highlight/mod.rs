@@ -20,6 +20,7 @@
 mod matcher;
 mod passage;
 mod sentences;
+mod words;
 
 use serde_json::{Map, Value};
 

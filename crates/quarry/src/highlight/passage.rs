@@ -10,6 +10,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::matcher::Match;
 use super::sentences::SentenceStarts;
+use super::words::ascii_word_starts;
 use super::Encoder;
 
 /// Lucene's `PassageScorer` defaults.
@@ -271,6 +272,17 @@ impl<'a> BoundedBreaks<'a> {
             }
             from -= 1;
         }
+        // The rules look one character past a break: an ASCII stretch to just past the
+        // window's end takes the ASCII twin.
+        let ahead = (hi + 2).min(self.range.1);
+        if bytes[from..ahead].is_ascii() {
+            for b in ascii_word_starts(&bytes[from..ahead]) {
+                if from + b >= hi || !f(i64::from(units.unit(from + b))) {
+                    return;
+                }
+            }
+            return;
+        }
         for (b, _) in units.text[from..self.range.1].split_word_bound_indices() {
             if from + b >= hi || !f(i64::from(units.unit(from + b))) {
                 return;
@@ -471,7 +483,10 @@ fn form_passages_with(
 fn format(units: &Units<'_>, p: &Passage, opts: &PassageOptions<'_>) -> String {
     let text = units.text;
     let slice = |s: i64, e: i64| &text[units.byte(s as u32)..units.byte(e as u32)];
-    let mut out = String::new();
+    let mut out = String::with_capacity(
+        units.byte(p.end as u32) - units.byte(p.start as u32)
+            + p.matches.len() * (opts.pre_tag.len() + opts.post_tag.len()),
+    );
     let mut pos = p.start;
     let mut i = 0;
     while i < p.matches.len() {
@@ -493,12 +508,16 @@ fn format(units: &Units<'_>, p: &Passage, opts: &PassageOptions<'_>) -> String {
         pos = end;
     }
     opts.encoder.push(&mut out, slice(pos, pos.max(p.end)));
-    let out = out.trim_end_matches(super::VALUE_SEPARATOR);
-    if opts.number_of_fragments == 0 {
-        out.to_string()
-    } else {
-        out.trim().to_string()
+    let mut end = out.trim_end_matches(super::VALUE_SEPARATOR).len();
+    if opts.number_of_fragments != 0 {
+        end = out[..end].trim_end().len();
     }
+    out.truncate(end);
+    if opts.number_of_fragments != 0 {
+        let lead = out.len() - out.trim_start().len();
+        out.drain(..lead);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -506,12 +525,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn m(text: &str, word: &str) -> Vec<Match> {
+    fn m(text: &str, word: &str) -> Vec<Match<'static>> {
         text.match_indices(word)
             .map(|(s, w)| Match {
                 start: s,
                 end: s + w.len(),
-                key: w.to_string(),
+                key: w.to_string().into(),
             })
             .collect()
     }
