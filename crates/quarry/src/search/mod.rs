@@ -16,6 +16,7 @@ mod phrase;
 pub mod range;
 pub mod scorer;
 mod segment_search;
+mod sloppy;
 pub mod sort;
 pub mod stats;
 mod stored;

@@ -8,10 +8,9 @@
 //! ([`crate::pairs`]) are never read here: a pair stands for two given words, not for any of a
 //! position's terms (a multi-phrase of one term per position runs as a phrase, which reads
 //! them where they apply).
-//!
-//! Not Lucene's: a sloppy multi-phrase where one term stands at two positions (a prefix that
-//! expands to an earlier word, `"oil o*"~2`) is counted without the repeat groups of
-//! `SloppyPhraseMatcher`, as the sloppy count shared with [`super::phrase`] has none.
+//! A sloppy multi-phrase where one term stands at two positions (a prefix that expands to an
+//! earlier word, `"oil o*"~2`) keeps those positions off one occurrence, as Lucene's repeat
+//! groups do ([`super::sloppy`]).
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -19,8 +18,8 @@ use fst::{IntoStreamer, Streamer};
 use quarry_store::Bytes;
 
 use super::bm25::SimScorer;
-use super::phrase::sloppy_frequency;
 use super::scorer::{Scorer, TERMINATED};
+use super::sloppy::{sloppy_frequency, sloppy_frequency_repeats, Repeats};
 use crate::codec::postings::{Corruption, PostingsCursor};
 use crate::index::SegmentReader;
 use crate::query::ast::Query;
@@ -172,6 +171,7 @@ pub struct MultiPhraseScorer {
     /// Union indexes by increasing cost (the first leads the conjunction).
     order: Vec<usize>,
     slop: u32,
+    repeats: Option<Arc<Repeats>>,
     sim: SimScorer,
     norms: Option<Bytes>,
     doc: u32,
@@ -184,10 +184,12 @@ pub struct MultiPhraseScorer {
 }
 
 impl MultiPhraseScorer {
-    /// `positions`: per phrase position, its terms' cursors (none empty) and its offset.
+    /// `positions`: per phrase position, its terms' cursors (none empty) and its offset;
+    /// `repeats`: the sloppy phrase's [`Repeats::of`] its positions' terms.
     pub fn new(
         positions: Vec<(Vec<PostingsCursor>, u32)>,
         slop: u32,
+        repeats: Option<Arc<Repeats>>,
         sim: SimScorer,
         norms: Option<Bytes>,
     ) -> Self {
@@ -219,6 +221,7 @@ impl MultiPhraseScorer {
             unions,
             order,
             slop,
+            repeats,
             sim,
             norms,
             doc: 0,
@@ -331,6 +334,8 @@ impl Scorer for MultiPhraseScorer {
         self.load_positions();
         self.freq = if self.slop == 0 {
             self.exact_freq()
+        } else if let Some(r) = &self.repeats {
+            sloppy_frequency_repeats(&self.positions, &self.offsets, self.slop, r)
         } else {
             sloppy_frequency(&self.positions, &self.offsets, self.slop)
         };

@@ -6,6 +6,7 @@ use quarry_store::Bytes;
 use super::bm25::SimScorer;
 use super::count::DenseAnd;
 use super::scorer::{Scorer, TERMINATED};
+use super::sloppy::{sloppy_frequency, sloppy_frequency_repeats, Repeats};
 use crate::codec::postings::{Corruption, PostingsCursor};
 
 /// The terms of a phrase: one cursor per distinct term, and each phrase position as (cursor
@@ -30,6 +31,8 @@ pub struct PhraseScorer {
     /// Largest offset of each slot's terms.
     slot_off: Vec<u32>,
     slop: u32,
+    /// Sloppy phrases whose positions share a word (`"to be or not to be"~2`).
+    repeats: Option<Repeats>,
     sim: SimScorer,
     norms: Option<Bytes>,
     doc: u32,
@@ -88,7 +91,14 @@ impl PhraseScorer {
             slot_off[slot] = slot_off[slot].max(off);
         }
         let (n, slots) = (terms.len(), cursors.len());
-        let offsets = terms.iter().map(|&(_, off)| off).collect();
+        let offsets: Vec<u32> = terms.iter().map(|&(_, off)| off).collect();
+        // A sloppy phrase has one slot per distinct word: fewer slots than terms is a repeat.
+        let repeats = if slop > 0 && slots < n {
+            let words: Vec<Vec<usize>> = terms.iter().map(|&(slot, _)| vec![slot]).collect();
+            Repeats::of(&words, &offsets)
+        } else {
+            None
+        };
         let mut p = Self {
             cursors,
             check: (0..n).collect(),
@@ -97,6 +107,7 @@ impl PhraseScorer {
             aligned,
             slot_off,
             slop,
+            repeats,
             sim,
             norms,
             doc: 0,
@@ -236,59 +247,6 @@ impl PhraseScorer {
     }
 }
 
-/// Lucene's sloppy frequency (SloppyPhraseMatcher): phrase positions `pos - offset` of all
-/// terms sit in a queue ordered by (position, offset, term); the smallest is advanced until
-/// it passes the next smallest, minimizing the match length `end - min` on the way; every
-/// minimal match with length <= slop adds `1 / (1 + length)`. `positions[i]`: the document's
-/// positions of phrase term `i` (sorted), `offsets[i]` its offset in the phrase.
-pub(super) fn sloppy_frequency(positions: &[Vec<u32>], offsets: &[u32], slop: u32) -> f32 {
-    let n = positions.len();
-    let mut idx = vec![0usize; n];
-    let pos_of = |i: usize, k: usize| -> Option<i64> {
-        positions[i]
-            .get(k)
-            .map(|&p| i64::from(p) - i64::from(offsets[i]))
-    };
-    // (position, offset, ord) ordering, as Lucene's PhraseQueue.
-    let key = |i: usize, p: i64| (p, offsets[i], i);
-    let mut queue: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>> =
-        Default::default();
-    let mut end = i64::MIN;
-    for i in 0..n {
-        let Some(p) = pos_of(i, 0) else { return 0.0 };
-        end = end.max(p);
-        queue.push(std::cmp::Reverse(key(i, p)));
-    }
-    let slop = i64::from(slop);
-    let mut freq = 0f32;
-    let std::cmp::Reverse((mut pos, _, mut i)) = queue.pop().expect("non-empty");
-    let mut match_len = end - pos;
-    let mut next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
-    loop {
-        idx[i] += 1;
-        let Some(p) = pos_of(i, idx[i]) else { break };
-        pos = p;
-        end = end.max(pos);
-        if pos > next {
-            queue.push(std::cmp::Reverse(key(i, pos)));
-            if match_len <= slop {
-                freq += 1.0 / (1.0 + match_len as f32);
-            }
-            let std::cmp::Reverse((p2, _, i2)) = queue.pop().expect("non-empty");
-            pos = p2;
-            i = i2;
-            next = queue.peek().map_or(i64::MAX, |r| r.0 .0);
-            match_len = end - pos;
-        } else {
-            match_len = match_len.min(end - pos);
-        }
-    }
-    if match_len <= slop {
-        freq += 1.0 / (1.0 + match_len as f32);
-    }
-    freq
-}
-
 /// A word in at least a quarter of the segment's documents: left out of the phrase's leapfrog
 /// (see `PhraseScorer::aligned`).
 fn is_common(df: u32, max_doc: u32) -> bool {
@@ -338,7 +296,10 @@ impl Scorer for PhraseScorer {
             self.exact_freq_lazy()
         } else {
             self.load_positions();
-            sloppy_frequency(&self.positions, &self.offsets, self.slop)
+            match &self.repeats {
+                None => sloppy_frequency(&self.positions, &self.offsets, self.slop),
+                Some(r) => sloppy_frequency_repeats(&self.positions, &self.offsets, self.slop, r),
+            }
         };
         self.freq > 0.0
     }

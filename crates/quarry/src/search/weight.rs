@@ -13,6 +13,7 @@ use super::multiterm::{self, FuzzySpec};
 use super::phrase::{PhraseScorer, PhraseTerms};
 use super::range::{self, RangeSpec};
 use super::scorer::*;
+use super::sloppy::Repeats;
 use super::stats::CollectionStats;
 use crate::codec::postings::{PostingsCursor, TermInfo};
 use crate::index::SegmentReader;
@@ -49,6 +50,9 @@ pub enum Weight {
         field: u32,
         offsets: Vec<u32>,
         slop: u32,
+        /// Sloppy only: positions sharing a term (`"oil o*"~2`), from the query's terms as
+        /// Lucene's, present in the segment or not.
+        repeats: Option<Arc<Repeats>>,
         sim: Arc<SimScorer>,
         segs: Vec<Option<PositionEntries>>,
     },
@@ -691,10 +695,18 @@ impl Weight {
             }
         }
         let sim = SimScorer::with_cache(boost, idf, ctx.norm_caches[f as usize].clone());
+        let offsets: Vec<u32> = terms.iter().map(|(p, _)| *p).collect();
+        let repeats = if slop > 0 {
+            let sets: Vec<Vec<String>> = terms.iter().map(|(_, ts)| ts.clone()).collect();
+            Repeats::of(&sets, &offsets).map(Arc::new)
+        } else {
+            None
+        };
         Ok(Weight::MultiPhrase {
             field: f,
-            offsets: terms.iter().map(|(p, _)| *p).collect(),
+            offsets,
             slop,
+            repeats,
             sim: Arc::new(sim),
             segs,
         })
@@ -1059,6 +1071,7 @@ impl Weight {
                 field,
                 offsets,
                 slop,
+                repeats,
                 sim,
                 segs,
             } => {
@@ -1079,6 +1092,7 @@ impl Weight {
                 Some(Box::new(MultiPhraseScorer::new(
                     positions,
                     *slop,
+                    repeats.clone(),
                     (**sim).clone(),
                     norms,
                 )))
