@@ -65,8 +65,8 @@ pub enum Weight {
     Automaton {
         field: u32,
         nfa: Arc<Nfa>,
-        /// The NFA on bit sets, for a pattern without a loop that fits one (built once per
-        /// query, walked per segment); patterns with a loop walk a [`automaton::LazyDfa`].
+        /// The NFA on bit sets, for a pattern that fits one (built once per query, walked per
+        /// segment); larger patterns with a loop walk a [`automaton::LazyDfa`].
         bits: Option<Arc<automaton::BitNfa>>,
         score: f32,
     },
@@ -330,11 +330,7 @@ fn phrase_segment(
 impl Weight {
     /// A wildcard's or regexp's weight: its NFA, and the bit-set form when it applies.
     fn automaton(field: u32, nfa: Nfa, score: f32) -> Weight {
-        let bits = if nfa.has_loop() {
-            None
-        } else {
-            automaton::BitNfa::new(&nfa).map(Arc::new)
-        };
+        let bits = automaton::BitNfa::new(&nfa).map(Arc::new);
         Weight::Automaton {
             field,
             nfa: Arc::new(nfa),
