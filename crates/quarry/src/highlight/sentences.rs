@@ -86,7 +86,7 @@ impl<'a> SentenceStarts<'a> {
 
 /// The offset of the first non-ASCII byte of `b` at or after `at` (`b.len()` when none), eight
 /// bytes at a time: chunks are opened over whole paragraphs.
-fn first_non_ascii(b: &[u8], at: usize) -> usize {
+pub(crate) fn first_non_ascii(b: &[u8], at: usize) -> usize {
     let mut i = at;
     while let Some(word) = b.get(i..i + 8) {
         let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
