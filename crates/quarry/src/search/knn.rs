@@ -25,7 +25,7 @@ use crate::codec::livedocs::LiveDocs;
 use crate::codec::vectors::VectorField;
 use crate::fusion::{self, Normalizer};
 use crate::query::Query;
-use crate::vector::hnsw::{GraphView, Scored};
+use crate::vector::hnsw::{prefetch_vector, GraphView, Scored};
 use crate::vector::scan::{exact_top_k, exact_top_k_of, TopK as OrdTopK};
 pub use crate::vector::Passage;
 use crate::vector::{normalize, VectorSource};
@@ -244,7 +244,11 @@ fn walk(
                 )
             };
             let beam = ef.max(k);
-            let mut out = graph.search_with(estimate, beam, beam, accept, limit);
+            let prefetch = |ord: u32| {
+                let o = ord as usize;
+                prefetch_vector(&bytes[o * dims..(o + 1) * dims]);
+            };
+            let mut out = graph.search_with_prefetch(estimate, prefetch, beam, beam, accept, limit);
             // Re-score the candidates with the full vectors.
             let mut top = OrdTopK::new(k);
             for h in &out.hits {
@@ -256,8 +260,9 @@ fn walk(
             out.hits = top.into_sorted();
             out
         }
-        None => graph.search_with(
+        None => graph.search_with_prefetch(
             |ord| sim.compare(kernel, query, vectors.vector(ord)),
+            |ord| prefetch_vector(vectors.vector(ord)),
             k,
             ef,
             accept,

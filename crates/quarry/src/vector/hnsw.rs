@@ -104,7 +104,8 @@ pub struct SearchOutcome {
     pub complete: bool,
 }
 
-/// Nodes already compared in one search, by ordinal.
+/// Nodes already compared in one search, by ordinal: a stamp per node, so that starting the
+/// next search is one increment instead of clearing (or allocating) `n` entries.
 struct Visited {
     stamp: Vec<u32>,
     current: u32,
@@ -139,29 +140,79 @@ impl Visited {
     }
 }
 
+/// What one search needs besides the graph, kept between searches (per thread for
+/// [`GraphView::search_with`], per builder while building) so that a query allocates nothing
+/// but its answer.
+struct Scratch {
+    visited: Visited,
+    candidates: BinaryHeap<Scored>,
+    results: BinaryHeap<std::cmp::Reverse<Scored>>,
+    /// The not yet visited neighbours of the node being expanded.
+    fresh: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Scratch {
+        Scratch {
+            visited: Visited::new(n),
+            candidates: BinaryHeap::new(),
+            results: BinaryHeap::new(),
+            fresh: Vec::new(),
+        }
+    }
+}
+
+thread_local! {
+    /// The searches' scratch on this thread (a query thread searches segment after segment).
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::new(0));
+}
+
+/// How many comparisons ahead a search asks for a vector ([`search_level`]): far enough that
+/// the vector has arrived when its turn comes (a 384-dim `f32` vector is 24 cache lines), near
+/// enough not to flood the CPU's outstanding-miss slots. Measured: 4 beat 1, 2, 3, 8 and the
+/// whole list at once (bench/results/2026-12-05-hnsw-search-speed.md).
+const PREFETCH_AHEAD: usize = 4;
+
 /// Neighbour lists, however they are held.
 trait Links {
     fn for_each_neighbor(&self, level: usize, node: u32, f: impl FnMut(u32));
+    /// Hints that `node`'s list on `level` will be read soon (no effect on results).
+    #[inline]
+    fn prefetch_neighbors(&self, _level: usize, _node: u32) {}
 }
 
 /// One beam search on one level from `entry`: the `ef` closest nodes found, closest first.
 /// `accept` limits which nodes may be results (every node is still walked through); the search
-/// gives up, incomplete, once it has compared `visit_limit` nodes.
+/// gives up, incomplete, once it has compared `visit_limit` nodes. `prefetch` is told which
+/// node will be compared [`PREFETCH_AHEAD`] comparisons from now, so that its vector is on its
+/// way into the cache (a hint: it changes no result).
+///
+/// A node's unvisited neighbours are gathered first and then compared in list order, as if one
+/// by one: the same comparisons in the same order, so the same answer, but the next vectors'
+/// addresses are known ahead. The list of the candidate expanded next is prefetched too: it is
+/// the best candidate, known before the current one's neighbours are compared.
 #[allow(clippy::too_many_arguments)]
 fn search_level(
     links: &impl Links,
     level: usize,
     entry: &[Scored],
     ef: usize,
-    mut compare: impl FnMut(u32) -> f32,
-    visited: &mut Visited,
+    compare: impl Fn(u32) -> f32,
+    prefetch: impl Fn(u32),
+    scratch: &mut Scratch,
     accept: Option<&dyn Fn(u32) -> bool>,
     visit_limit: usize,
     count: &mut usize,
 ) -> (Vec<Scored>, bool) {
     let accepts = |ord: u32| accept.is_none_or(|f| f(ord));
-    let mut candidates: BinaryHeap<Scored> = BinaryHeap::new();
-    let mut results: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::new();
+    let Scratch {
+        visited,
+        candidates,
+        results,
+        fresh,
+    } = scratch;
+    candidates.clear();
+    results.clear();
     for &e in entry {
         if visited.insert(e.ord) {
             candidates.push(e);
@@ -182,10 +233,25 @@ fn search_level(
             complete = false;
             break;
         }
+        // The next candidate's list is read after this one's neighbours are compared: start
+        // loading it now (again below when a closer node takes its place).
+        if let Some(next) = candidates.peek() {
+            links.prefetch_neighbors(level, next.ord);
+        }
+        fresh.clear();
         links.for_each_neighbor(level, c.ord, |n| {
-            if !visited.insert(n) {
-                return;
+            if visited.insert(n) {
+                fresh.push(n);
             }
+        });
+        for &f in fresh.iter().take(PREFETCH_AHEAD) {
+            prefetch(f);
+        }
+        for i in 0..fresh.len() {
+            if let Some(&next) = fresh.get(i + PREFETCH_AHEAD) {
+                prefetch(next);
+            }
+            let n = fresh[i];
             *count += 1;
             let s = Scored {
                 value: compare(n),
@@ -194,6 +260,9 @@ fn search_level(
             let worst = results.peek().map(|w| w.0);
             if results.len() < ef || worst.is_some_and(|w| s > w) {
                 candidates.push(s);
+                if candidates.peek() == Some(&s) {
+                    links.prefetch_neighbors(level, n);
+                }
                 if accepts(n) {
                     results.push(std::cmp::Reverse(s));
                     if results.len() > ef {
@@ -201,9 +270,9 @@ fn search_level(
                     }
                 }
             }
-        });
+        }
     }
-    let mut out: Vec<Scored> = results.into_iter().map(|r| r.0).collect();
+    let mut out: Vec<Scored> = results.drain().map(|r| r.0).collect();
     out.sort_unstable_by(|a, b| b.cmp(a));
     (out, complete)
 }
@@ -480,6 +549,22 @@ impl<'a> GraphView<'a> {
         accept: Option<&dyn Fn(u32) -> bool>,
         visit_limit: usize,
     ) -> SearchOutcome {
+        self.search_with_prefetch(compare, |_| {}, k, ef, accept, visit_limit)
+    }
+
+    /// [`search_with`](Self::search_with), told through `prefetch` which node will be compared
+    /// next so that its vector can be fetched into the cache meanwhile (see
+    /// [`prefetch_vector`]): a graph walk reads vectors in an order no hardware prefetcher
+    /// guesses, and waiting for each one from memory is most of its time.
+    pub fn search_with_prefetch(
+        &self,
+        compare: impl Fn(u32) -> f32,
+        prefetch: impl Fn(u32),
+        k: usize,
+        ef: usize,
+        accept: Option<&dyn Fn(u32) -> bool>,
+        visit_limit: usize,
+    ) -> SearchOutcome {
         let Some(entry) = self.entry else {
             return SearchOutcome {
                 hits: Vec::new(),
@@ -495,19 +580,27 @@ impl<'a> GraphView<'a> {
         for level in (1..self.levels.len()).rev() {
             best = descend(self, level, best, &compare, &mut count);
         }
-        let mut visited = Visited::new(self.len);
-        visited.reset(self.len);
-        let (mut hits, complete) = search_level(
-            self,
-            0,
-            &[best],
-            ef.max(k),
-            &compare,
-            &mut visited,
-            accept,
-            visit_limit,
-            &mut count,
-        );
+        let mut run = |scratch: &mut Scratch| {
+            scratch.visited.reset(self.len);
+            search_level(
+                self,
+                0,
+                &[best],
+                ef.max(k),
+                &compare,
+                &prefetch,
+                scratch,
+                accept,
+                visit_limit,
+                &mut count,
+            )
+        };
+        // A comparison or filter that itself searches a graph on this thread finds the scratch
+        // borrowed and gets its own.
+        let (mut hits, complete) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => run(&mut scratch),
+            Err(_) => run(&mut Scratch::new(self.len)),
+        });
         hits.truncate(k);
         SearchOutcome {
             hits,
@@ -517,11 +610,35 @@ impl<'a> GraphView<'a> {
     }
 }
 
+/// Asks the CPU to start loading `values` (a vector about to be compared) into its caches: one
+/// hint per 64-byte line. No effect on any result.
+#[inline]
+pub fn prefetch_vector<T>(values: &[T]) {
+    let per_line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+    for x in values.iter().step_by(per_line) {
+        quarry_codecs::simd::prefetch(x);
+    }
+}
+
 impl Links for GraphView<'_> {
     #[inline]
     fn for_each_neighbor(&self, level: usize, node: u32, mut f: impl FnMut(u32)) {
         for &n in self.neighbors(level, node) {
             f(n)
+        }
+    }
+
+    #[inline]
+    fn prefetch_neighbors(&self, level: usize, node: u32) {
+        // Level 0 only: upper levels are few nodes, searched greedily and cached.
+        if level == 0 {
+            if let Some(l) = self.levels.first() {
+                if let Some(&a) = l.offsets.get(node as usize) {
+                    if let Some(list) = l.neighbors.get(a as usize..) {
+                        prefetch_vector(&list[..list.len().min(32)]);
+                    }
+                }
+            }
         }
     }
 }
@@ -539,7 +656,7 @@ pub struct HnswBuilder<'a, S: VectorSource + ?Sized> {
     /// first; empty for a node not inserted yet.
     links: Vec<Vec<Vec<Scored>>>,
     entry: Option<u32>,
-    visited: Visited,
+    scratch: Scratch,
 }
 
 struct BuilderLinks<'b>(&'b [Vec<Vec<Scored>>]);
@@ -572,7 +689,7 @@ impl<'a, S: VectorSource + ?Sized> HnswBuilder<'a, S> {
             level_scale: 1.0 / (params.m as f64).ln(),
             links: vec![Vec::new(); source.len()],
             entry: None,
-            visited: Visited::new(source.len()),
+            scratch: Scratch::new(source.len()),
         }
     }
 
@@ -669,14 +786,15 @@ impl<'a, S: VectorSource + ?Sized> HnswBuilder<'a, S> {
         let mut entries = vec![best];
         let mut found: Vec<Vec<Scored>> = vec![Vec::new(); level.min(top) + 1];
         for l in (0..=level.min(top)).rev() {
-            self.visited.reset(self.links.len());
+            self.scratch.visited.reset(self.links.len());
             let (cands, _) = search_level(
                 &BuilderLinks(&self.links),
                 l,
                 &entries,
                 self.params.ef_construction,
                 compare,
-                &mut self.visited,
+                |n| prefetch_vector(source.vector(n)),
+                &mut self.scratch,
                 None,
                 usize::MAX,
                 &mut count,
