@@ -212,6 +212,9 @@ fn search_segment(
     }
 }
 
+/// How many re-scored vectors ahead an `int8` walk prefetches (as the walk itself does).
+const RESCORE_AHEAD: usize = 4;
+
 /// The graph walk of one segment: the `k` best accepted ordinals found with a beam of `ef`
 /// (`int8` fields: found with the quantized estimates, re-scored with the full vectors); None
 /// when the walk stopped at `limit` comparisons before converging.
@@ -249,9 +252,16 @@ fn walk(
                 prefetch_vector(&bytes[o * dims..(o + 1) * dims]);
             };
             let mut out = graph.search_with_prefetch(estimate, prefetch, beam, beam, accept, limit);
-            // Re-score the candidates with the full vectors.
+            // Re-score the candidates with the full vectors, each asked for a few ahead: they
+            // are `beam` scattered reads, as costly as the walk's when the beam is wide.
             let mut top = OrdTopK::new(k);
-            for h in &out.hits {
+            for h in out.hits.iter().take(RESCORE_AHEAD) {
+                prefetch_vector(vectors.vector(h.ord));
+            }
+            for (i, h) in out.hits.iter().enumerate() {
+                if let Some(next) = out.hits.get(i + RESCORE_AHEAD) {
+                    prefetch_vector(vectors.vector(next.ord));
+                }
                 top.push(Scored {
                     value: sim.compare(kernel, query, vectors.vector(h.ord)),
                     ord: h.ord,
