@@ -1056,6 +1056,42 @@ mod tests {
     }
 
     #[test]
+    fn prefetching_and_scratch_reuse_change_no_result() {
+        let dims = 16;
+        let (big, small) = (clustered(3000, dims, 31), clustered(500, dims, 32));
+        let sim = Similarity::Cosine;
+        let sb = FlatVectors::new(&big, dims).unwrap();
+        let ss = FlatVectors::new(&small, dims).unwrap();
+        let gb = HnswBuilder::new(&sb, sim, HnswParams::default()).build();
+        let gs = HnswBuilder::new(&ss, sim, HnswParams::default()).build();
+        let kernel = VectorKernel::default_kernel();
+        let queries = clustered(20, dims, 33);
+        for q in queries.chunks_exact(dims) {
+            // The thread's scratch goes from a large graph to a small one and back.
+            for (g, src) in [(&gb, &sb), (&gs, &ss), (&gb, &sb)] {
+                let compare = |o: u32| sim.compare(kernel, q, src.vector(o));
+                let plain = g.view().search_with(compare, 10, 50, None, usize::MAX);
+                let fetched = g.view().search_with_prefetch(
+                    compare,
+                    |o| prefetch_vector(src.vector(o)),
+                    10,
+                    50,
+                    None,
+                    usize::MAX,
+                );
+                // With the thread's scratch held (a search inside a comparison), a fresh one.
+                let nested = SCRATCH.with(|c| {
+                    let _held = c.borrow_mut();
+                    g.view().search_with(compare, 10, 50, None, usize::MAX)
+                });
+                assert_eq!(plain, fetched);
+                assert_eq!(plain, nested);
+                assert_eq!(plain.hits.len(), 10);
+            }
+        }
+    }
+
+    #[test]
     fn a_visit_limit_stops_the_search_and_says_so() {
         let values = clustered(2000, 16, 9);
         let src = FlatVectors::new(&values, 16).unwrap();
