@@ -29,6 +29,20 @@ pub trait Analyzer: Send + Sync + std::fmt::Debug {
     /// same tokens in the same order. Highlighting re-analyzes stored text with it (Lucene's
     /// `ANALYSIS` offset source).
     fn for_each_token_with_offsets(&self, text: &str, sink: &mut dyn FnMut(&str, usize, usize));
+    /// The tokens of `text` equal to one of `terms`, each as `sink(index in terms, start, end)`
+    /// in no particular order, found without analyzing the whole text when the analyzer knows
+    /// how (a highlighter's term-only query: most tokens match nothing). Exactly the tokens
+    /// [`Analyzer::for_each_token_with_offsets`] reports with such a term. Returns false, having
+    /// called nothing, when it does not know how for this text: the caller tokenizes.
+    fn find_terms(
+        &self,
+        text: &str,
+        terms: &[&str],
+        sink: &mut dyn FnMut(usize, usize, usize),
+    ) -> bool {
+        let _ = (text, terms, sink);
+        false
+    }
     /// Lucene's Analyzer.normalize: what a prefix/wildcard term becomes (for standard: lowercase
     /// only).
     fn normalize(&self, text: &str) -> String;

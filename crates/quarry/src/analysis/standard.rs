@@ -131,6 +131,20 @@ impl Analyzer for StandardAnalyzer {
         self.tokens_with(text, sink);
     }
 
+    fn find_terms(
+        &self,
+        text: &str,
+        terms: &[&str],
+        sink: &mut dyn FnMut(usize, usize, usize),
+    ) -> bool {
+        // Non-ASCII text may lowercase into ASCII terms (the Kelvin sign into 'k'): tokenize it.
+        if !text.is_ascii() {
+            return false;
+        }
+        ascii_find_terms(text, self.max_token_length, terms, sink);
+        true
+    }
+
     fn normalize(&self, text: &str) -> String {
         text.chars().map(java_lower).collect()
     }
@@ -349,6 +363,103 @@ fn ascii_tokens<F: FnMut(&str, usize, usize)>(
                 i = end;
             }
             Err(next) => i = next,
+        }
+    }
+}
+
+/// [`Analyzer::find_terms`] on ASCII text: every occurrence of each term in the lowercased text
+/// (overlapping ones too: a token cut at the maximum length may start inside another
+/// occurrence), each decided by its neighbours where they settle it and otherwise by the tokens
+/// of the whitespace-delimited run that holds it (exact: no token crosses ASCII whitespace, see
+/// the module comment). A run is tokenized at most once, so no text costs more than one pass of
+/// the tokenizer plus the searches.
+fn ascii_find_terms(
+    text: &str,
+    max: usize,
+    terms: &[&str],
+    sink: &mut dyn FnMut(usize, usize, usize),
+) {
+    let b = text.as_bytes();
+    let n = b.len();
+    let lower = text.to_ascii_lowercase();
+    let hay = lower.as_bytes();
+    // (start, term): occurrences that may be tokens.
+    let mut hits: Vec<(usize, usize)> = Vec::new();
+    let mut whole = vec![false; terms.len()];
+    let mut buf = String::new();
+    for (t, term) in terms.iter().enumerate() {
+        let tb = term.as_bytes();
+        // Tokens of ASCII text are non-empty, ASCII and lowercase.
+        if tb.is_empty() || tb.iter().any(|&c| c >= 0x80 || c.is_ascii_uppercase()) {
+            continue;
+        }
+        // Is the term one whole token on its own, starting and ending with a letter or digit?
+        // Then an occurrence between two bytes that no token holds (or the text's ends) is a
+        // token without tokenizing: the scanner reaches its first byte and its match stops
+        // exactly at its last.
+        let alnum = |c: u8| CLASS[c as usize] & (C_LETTER | C_DIGIT) != 0;
+        let mut alone = Vec::with_capacity(1);
+        ascii_tokens(term, 0, max, &mut buf, &mut |_, s, e| alone.push((s, e)));
+        whole[t] = alone == [(0, tb.len())] && alnum(tb[0]) && alnum(tb[tb.len() - 1]);
+        let finder = memchr::memmem::Finder::new(tb);
+        let mut from = 0;
+        while let Some(p) = finder.find(&hay[from..]) {
+            let p = from + p;
+            from = p + 1;
+            let end = p + tb.len();
+            // A word byte right after the token: it goes on unless cut at `max` bytes.
+            if end < n && CLASS[b[end] as usize] & C_WORD != 0 && end - p != max {
+                continue;
+            }
+            // A word byte right before: a token starts at p only after one cut at exactly `max`
+            // bytes of letters, digits, '_' and mid characters.
+            if whole[t] && p > 0 && CLASS[b[p - 1] as usize] & C_WORD != 0 {
+                let token_bytes = C_WORD | C_MIDLETTER | C_MIDNUM;
+                let back = b[..p]
+                    .iter()
+                    .rev()
+                    .take(max)
+                    .take_while(|&&c| CLASS[c as usize] & token_bytes != 0)
+                    .count();
+                if back < max {
+                    continue;
+                }
+            }
+            hits.push((p, t));
+        }
+    }
+    if hits.is_empty() {
+        return;
+    }
+    hits.sort_unstable();
+    let free = |i: usize| i >= n || CLASS[b[i] as usize] == 0;
+    // The run last tokenized and its tokens.
+    let mut run = (0, 0);
+    let mut tokens: Vec<(usize, usize)> = Vec::new();
+    for (p, t) in hits {
+        let end = p + terms[t].len();
+        if whole[t] && (p == 0 || free(p - 1)) && free(end) {
+            sink(t, p, end);
+            continue;
+        }
+        if tokens.is_empty() || p >= run.1 || p < run.0 {
+            let start = b[..p]
+                .iter()
+                .rposition(|&c| is_ascii_space(c))
+                .map_or(0, |i| i + 1);
+            let stop = b[p..]
+                .iter()
+                .position(|&c| is_ascii_space(c))
+                .map_or(n, |i| p + i);
+            tokens.clear();
+            ascii_tokens(&text[start..stop], start, max, &mut buf, &mut |_, s, e| {
+                tokens.push((s, e))
+            });
+            tokens.push((usize::MAX, usize::MAX));
+            run = (start, stop);
+        }
+        if tokens.binary_search(&(p, end)).is_ok() {
+            sink(t, p, end);
         }
     }
 }

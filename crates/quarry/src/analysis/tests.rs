@@ -267,6 +267,54 @@ proptest! {
         }
     }
 
+    /// `find_terms` reports exactly the tokens equal to one of the terms: the text's own tokens,
+    /// pieces of it and small random words, around tokens cut at the maximum length too.
+    #[test]
+    fn find_terms_is_the_filtered_tokenization(
+        text in prop_oneof![
+            3 => tricky_ascii(),
+            1 => "[ab_.9]{240,600}( [ab]{1,300}[ .,]?){0,2}",
+        ],
+        max in prop_oneof![Just(255usize), 1usize..12],
+        picks in prop::collection::vec(
+            (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0usize..8),
+            0..6,
+        ),
+        extra in prop::collection::vec("[abzqx019_.':,]{1,6}", 0..3),
+    ) {
+        let a = StandardAnalyzer::with_max_token_length(max);
+        let mut all = Vec::new();
+        a.for_each_token_with_offsets(&text, &mut |t, s, e| all.push((t.to_string(), s, e)));
+        let lower = text.to_ascii_lowercase();
+        let mut terms = extra;
+        for (i, j, len) in picks {
+            if !all.is_empty() {
+                terms.push(all[i.index(all.len())].0.clone());
+            }
+            if !lower.is_empty() {
+                let s = j.index(lower.len());
+                terms.push(lower[s..(s + len).min(lower.len())].to_string());
+            }
+        }
+        terms.sort();
+        terms.dedup();
+        let refs: Vec<&str> = terms.iter().map(String::as_str).collect();
+        let mut found = Vec::new();
+        prop_assert!(a.find_terms(&text, &refs, &mut |t, s, e| found.push((refs[t].to_string(), s, e))));
+        found.sort_by_key(|&(_, s, _)| s);
+        let expected: Vec<_> = all.into_iter().filter(|(t, _, _)| terms.contains(t)).collect();
+        prop_assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn find_terms_leaves_non_ascii_text_to_the_tokenizer(text in mixed_text()) {
+        let a = StandardAnalyzer::new();
+        let mut called = false;
+        let done = a.find_terms(&text, &["a", "k"], &mut |_, _, _| called = true);
+        prop_assert_eq!(done, text.is_ascii());
+        prop_assert!(done || !called);
+    }
+
     #[test]
     fn ascii_fast_path_matches_unicode_path(text in tricky_ascii(), max in prop_oneof![Just(255usize), 1usize..12]) {
         let a = StandardAnalyzer::with_max_token_length(max);

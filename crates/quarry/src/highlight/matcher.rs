@@ -337,6 +337,28 @@ pub(crate) fn find_matches<'q>(
     phrase_as_one: bool,
     out: &mut Vec<Match<'q>>,
 ) {
+    let first = out.len();
+    // Only terms: the analyzer may find them without tokenizing the whole text.
+    if let Tokenizer::Analyzed(a) = tokenizer {
+        if fq.prefixes.is_empty()
+            && fq.ranges.is_empty()
+            && fq.phrases.is_empty()
+            && fq.patterns.is_empty()
+        {
+            let terms: Vec<&'q str> = fq.terms.iter().map(String::as_str).collect();
+            let found = a.find_terms(text, &terms, &mut |t, s, e| {
+                out.push(Match {
+                    start: base + s,
+                    end: base + e,
+                    key: Cow::Borrowed(terms[t]),
+                })
+            });
+            if found {
+                out[first..].sort();
+                return;
+            }
+        }
+    }
     // Positions of each phrase slot's terms, per phrase.
     let mut slot_positions: Vec<Vec<Vec<u32>>> = fq
         .phrases
@@ -346,7 +368,6 @@ pub(crate) fn find_matches<'q>(
     // Token offsets by position: only phrases need them.
     let mut offsets: Vec<(usize, usize)> = Vec::new();
     let has_phrases = !fq.phrases.is_empty();
-    let first = out.len();
     let mut on_token = |term: &str, s: usize, e: usize| {
         let pos = offsets.len() as u32;
         if has_phrases {
