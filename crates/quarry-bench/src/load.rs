@@ -47,6 +47,16 @@ pub struct LoadArgs {
     /// Use the full W2 corpus instead of the quick subset (50,000 paragraphs).
     #[arg(long)]
     pub full: bool,
+    /// Query classes left out of the mix (e.g. `fuzzy_wildcard`, whose dictionary walks cost
+    /// milliseconds each on the full corpus): the tail with and without them.
+    #[arg(long, value_delimiter = ',')]
+    pub skip_class: Vec<String>,
+    /// The seed of the query mix's order (shuffled once, then cycled).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Send the queries in the workload's order, class after class, instead of shuffled.
+    #[arg(long)]
+    pub in_order: bool,
     /// Write the results as JSON here as well.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -133,6 +143,55 @@ struct RateResult {
     max_ms: f64,
     docs_indexed: u64,
     index_errors: u64,
+    /// Per second of the run (by the queries' due times): queries slower than
+    /// [`SLOW_MICROS`], the slowest query and the slowest `_bulk` request (ms): where the tail
+    /// sits in time (every refresh, every commit, during merges, ...).
+    slow_per_second: Vec<u64>,
+    worst_ms_per_second: Vec<f64>,
+    bulk_worst_ms_per_second: Vec<f64>,
+}
+
+/// A query slower than this counts as slow in the per-second timeline (the p99.99 target).
+const SLOW_MICROS: u64 = 10_000;
+
+/// Per-second counters shared by the generator's threads.
+struct Timeline {
+    slow: Vec<AtomicU64>,
+    worst: Vec<AtomicU64>,
+    bulk_worst: Vec<AtomicU64>,
+}
+
+impl Timeline {
+    fn new(seconds: u64) -> Timeline {
+        let v = || (0..seconds + 1).map(|_| AtomicU64::new(0)).collect();
+        Timeline {
+            slow: v(),
+            worst: v(),
+            bulk_worst: v(),
+        }
+    }
+
+    fn slot(&self, at: Duration) -> usize {
+        (at.as_secs() as usize).min(self.slow.len() - 1)
+    }
+
+    fn query(&self, at: Duration, micros: u64) {
+        let i = self.slot(at);
+        if micros > SLOW_MICROS {
+            self.slow[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.worst[i].fetch_max(micros, Ordering::Relaxed);
+    }
+
+    fn bulk(&self, at: Duration, micros: u64) {
+        self.bulk_worst[self.slot(at)].fetch_max(micros, Ordering::Relaxed);
+    }
+
+    fn ms(v: &[AtomicU64]) -> Vec<f64> {
+        v.iter()
+            .map(|x| x.load(Ordering::Relaxed) as f64 / 1000.0)
+            .collect()
+    }
 }
 
 const INDEX: &str = "load-w2";
@@ -172,9 +231,21 @@ pub fn run(args: LoadArgs) -> Result<()> {
             args.preload
         );
     }
-    let queries: Vec<Vec<u8>> = prepared
+    // The workload lists its queries class by class; a real query stream interleaves them.
+    // In file order, the 120 fuzzy/wildcard queries (milliseconds each) arrived back to back
+    // once per cycle and queued behind one another: a burst no user traffic makes.
+    let mut mix: Vec<_> = prepared
         .queries
         .iter()
+        .filter(|q| !args.skip_class.contains(&q.class))
+        .collect();
+    if !args.in_order {
+        use rand::seq::SliceRandom;
+        use rand::SeedableRng;
+        mix.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
+    }
+    let queries: Vec<Vec<u8>> = mix
+        .into_iter()
         .map(|q| {
             json!({"query": {"query_string": {"query": q.query, "default_field": "body"}},
                    "size": 10, "track_total_hits": false})
@@ -183,6 +254,19 @@ pub fn run(args: LoadArgs) -> Result<()> {
         })
         .collect();
 
+    if queries.is_empty() {
+        bail!("--skip-class {:?} leaves no queries", args.skip_class);
+    }
+    eprintln!(
+        "[load] {} queries in the mix (classes skipped: {:?}; {})",
+        queries.len(),
+        args.skip_class,
+        if args.in_order {
+            "in the workload's order".to_string()
+        } else {
+            format!("shuffled with seed {}", args.seed)
+        }
+    );
     let mut c = Conn::open(&host)?;
     let _ = c.request("DELETE", &format!("/{INDEX}"), "application/json", b"")?;
     let create = json!({"mappings": {"properties": {"title": {"type": "text"}, "body": {"type": "text"}}},
@@ -231,6 +315,21 @@ pub fn run(args: LoadArgs) -> Result<()> {
             "[load] {} q/s: p50 {:.2} ms, p99 {:.2}, p99.9 {:.2}, p99.99 {:.2}, max {:.2}; {} errors; {} docs indexed ({} errors)",
             r.rate, r.p50_ms, r.p99_ms, r.p999_ms, r.p9999_ms, r.max_ms, r.errors, r.docs_indexed, r.index_errors
         );
+        let slow: Vec<String> = r
+            .slow_per_second
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(s, n)| format!("{s}s:{n}/{:.0}ms", r.worst_ms_per_second[s]))
+            .collect();
+        eprintln!(
+            "[load] {} q/s: seconds with queries over {} ms ({} of {}): {}",
+            r.rate,
+            SLOW_MICROS / 1000,
+            slow.len(),
+            r.slow_per_second.len(),
+            slow.join(" ")
+        );
         results.push(r);
     }
     println!("| offered q/s | achieved q/s | p50 ms | p99 ms | p99.9 ms | p99.99 ms | max ms | errors | docs indexed |");
@@ -268,7 +367,11 @@ pub fn run(args: LoadArgs) -> Result<()> {
         std::fs::write(
             p,
             serde_json::to_string_pretty(
-                &json!({"index_rate": args.index_rate, "results": results}),
+                &json!({"index_rate": args.index_rate, "queries": queries.len(),
+                        "skipped_classes": args.skip_class,
+                        "order": if args.in_order { "workload".to_string() }
+                                 else { format!("shuffled, seed {}", args.seed) },
+                        "results": results}),
             )?,
         )?;
     }
@@ -293,14 +396,16 @@ fn run_rate(
         3,
     )?));
     let stop = Arc::new(AtomicBool::new(false));
+    let timeline = Arc::new(Timeline::new(args.duration));
     // Indexing stream: a batch every 100 ms, which also deletes one in ten of the documents
     // indexed a few batches before.
     let indexer = {
-        let (host, docs, next_doc, stop) = (
+        let (host, docs, next_doc, stop, timeline) = (
             host.to_string(),
             docs.clone(),
             next_doc.clone(),
             stop.clone(),
+            timeline.clone(),
         );
         let per_batch = (args.index_rate / 10) as usize;
         std::thread::spawn(move || -> (u64, u64) {
@@ -318,12 +423,18 @@ fn run_rate(
                 let to = (from + per_batch).min(docs.len());
                 let old = id.saturating_sub(5 * per_batch as u64);
                 let delete: Vec<u64> = (old..old + per_batch as u64).step_by(10).collect();
-                match c.request(
+                let sent = Instant::now();
+                let answer = c.request(
                     "POST",
                     &format!("/{INDEX}/_bulk"),
                     "application/x-ndjson",
                     &bulk_body(&docs[from..to], id, &delete),
-                ) {
+                );
+                timeline.bulk(
+                    sent.saturating_duration_since(start),
+                    sent.elapsed().as_micros() as u64,
+                );
+                match answer {
                     Ok((200, b)) if !String::from_utf8_lossy(&b).contains("\"errors\":true") => {
                         done += (to - from) as u64
                     }
@@ -339,12 +450,13 @@ fn run_rate(
     };
     let workers: Vec<_> = (0..args.connections)
         .map(|_| {
-            let (host, next, errors, hist, queries) = (
+            let (host, next, errors, hist, queries, timeline) = (
                 host.to_string(),
                 next.clone(),
                 errors.clone(),
                 hist.clone(),
                 queries.clone(),
+                timeline.clone(),
             );
             std::thread::spawn(move || {
                 let mut conn = Conn::open(&host).ok();
@@ -366,6 +478,7 @@ fn run_rate(
                         None => false,
                     };
                     let micros = due.elapsed().as_micros() as u64;
+                    timeline.query(due.saturating_duration_since(start), micros);
                     hist.lock()
                         .expect("histogram")
                         .saturating_record(micros.max(1));
@@ -397,5 +510,12 @@ fn run_rate(
         max_ms: h.max() as f64 / 1000.0,
         docs_indexed,
         index_errors,
+        slow_per_second: timeline
+            .slow
+            .iter()
+            .map(|x| x.load(Ordering::Relaxed))
+            .collect(),
+        worst_ms_per_second: Timeline::ms(&timeline.worst),
+        bulk_worst_ms_per_second: Timeline::ms(&timeline.bulk_worst),
     })
 }
