@@ -115,24 +115,23 @@ class Fail(Exception):
 # Arguments
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return v
+def int_at_least(least: int):
+    """An argparse type: an integer no smaller than `least`."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < least:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {least}")
+        return v
+
+    return parse
 
 
-def nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return v
+positive_int = int_at_least(1)
+nonneg_int = int_at_least(0)
 
 
 def positive_float(text: str) -> float:
