@@ -511,3 +511,116 @@ proptest! {
         }
     }
 }
+
+/// Constant-score queries (prefix, wildcard, `constant_score`-like rewrites): every match
+/// scores the same, ties go to index order, and a top-k search without a count passes over the
+/// segments after the one that filled it. Patterns over [`VOCAB`] with what they match.
+const PATTERNS: [(&str, fn(&str) -> bool); 6] = [
+    ("s*", |w| w.starts_with('s')),
+    ("t*", |w| w.starts_with('t')),
+    ("w*t", |w| w.starts_with('w') && w.ends_with('t')),
+    ("c?r*", |w| {
+        w.starts_with('c') && w.chars().nth(2) == Some('r')
+    }),
+    ("o*", |w| w.starts_with('o')),
+    ("/[yg]o.*/", |w| w.starts_with("yo") || w.starts_with("go")),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
+
+    /// Top (segments passed over once nothing can compete) equals TopCount (every segment
+    /// scored) equals the model (matching documents in index order), for 1 and 2 indexing
+    /// threads (2 interleave the documents' index order across segments) and small segments.
+    #[test]
+    fn constant_score_top_k_skips_segments_and_keeps_index_order(docs in docs_strategy(), pattern in 0usize..PATTERNS.len(), k in prop_oneof![Just(1usize), Just(3), Just(10), Just(100)], threads in 1usize..3) {
+        let (_tmp, index) = build(&docs, threads);
+        let s = index.searcher();
+        let (text, accepts) = PATTERNS[pattern];
+        let parsed = s.parse_query(text, &["body"]).unwrap();
+        let want: Vec<u64> = docs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.iter().any(|&w| accepts(VOCAB[w])))
+            .map(|(i, _)| i as u64)
+            .collect();
+        let full = s.search(&parsed, k, SearchMode::TopCount).unwrap();
+        let pruned = s.search(&parsed, k, SearchMode::Top).unwrap();
+        prop_assert_eq!(full.total_hits, want.len() as u64, "{}", text);
+        prop_assert!(pruned.total_hits <= full.total_hits);
+        let ids = |r: &quarry::SearchResult| -> Vec<(u64, f32)> { r.top.iter().map(|h| (h.seq, h.score)).collect() };
+        let want_top: Vec<(u64, f32)> = want.iter().take(k).map(|&i| (i, 1.0)).collect();
+        prop_assert_eq!(ids(&full), want_top.clone(), "exhaustive vs model for {}", text);
+        prop_assert_eq!(ids(&pruned), want_top, "pruned vs model for {}", text);
+    }
+}
+
+/// The skip is taken: with one match per segment and k = 1, a top-1 search without a count
+/// stops counting after the first segment (its count is a lower bound), and still returns the
+/// first match in index order.
+#[test]
+fn constant_score_top_k_passes_over_later_segments() {
+    let schema = Schema::builder().integer("id").text("body", false).build();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = WriterOptions {
+        threads: 1,
+        merge_policy: MergePolicy::None,
+        ..Default::default()
+    };
+    let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
+    for i in 0..3_000usize {
+        let mut doc = Document::new();
+        doc.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
+        doc.add(&schema, "body", FieldValue::Str(VOCAB[i % 12].into()))
+            .unwrap();
+        w.add_document(doc).unwrap();
+        if i % 500 == 499 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    let index = Index::open(tmp.path()).unwrap();
+    let s = index.searcher();
+    assert_eq!(s.segments().len(), 6);
+    let parsed = s.parse_query("s*", &["body"]).unwrap();
+    let full = s.search(&parsed, 1, SearchMode::TopCount).unwrap();
+    let pruned = s.search(&parsed, 1, SearchMode::Top).unwrap();
+    assert_eq!(full.total_hits, 500, "ship and steel: 2 in 12 of 3,000");
+    assert!(full.hits_exact);
+    assert!(!pruned.hits_exact && pruned.total_hits < full.total_hits);
+    let first =
+        |r: &quarry::SearchResult| r.top.iter().map(|h| (h.seq, h.score)).collect::<Vec<_>>();
+    assert_eq!(first(&pruned), vec![(9, 1.0)]);
+    assert_eq!(first(&full), first(&pruned));
+}
+
+/// Two indexing threads interleave the index order across segments (the first holds document
+/// 600, the second 300): a segment after the one that filled the top k may still hold an
+/// earlier document, which wins the tie, so it is not passed over.
+#[test]
+fn constant_score_ties_across_segments_go_to_index_order() {
+    for n in [20_000usize, 3_000] {
+        let docs: Vec<Vec<usize>> = (0..n)
+            .map(|i| match i {
+                300 | 600 | 700 | 1300 => vec![9],
+                _ => vec![0, 1, 2],
+            })
+            .collect();
+        let (_tmp, index) = build_with(&docs, 2, 64 << 20);
+        assert_eq!(index.searcher().segments().len(), 2);
+        let s = index.searcher();
+        let parsed = s.parse_query("s*", &["body"]).unwrap();
+        for k in [1usize, 2, 3, 4, 10] {
+            let want: Vec<(u64, f32)> = [300u64, 600, 700, 1300]
+                .into_iter()
+                .take(k)
+                .map(|i| (i, 1.0))
+                .collect();
+            for mode in [SearchMode::Top, SearchMode::TopCount] {
+                let r = s.search(&parsed, k, mode).unwrap();
+                let got: Vec<(u64, f32)> = r.top.iter().map(|h| (h.seq, h.score)).collect();
+                assert_eq!(got, want, "n={n} k={k} {mode:?}");
+            }
+        }
+    }
+}

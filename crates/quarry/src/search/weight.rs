@@ -328,6 +328,21 @@ fn phrase_segment(
 }
 
 impl Weight {
+    /// The one score every match gets, for weights whose matches all score alike (prefix,
+    /// wildcard, regexp and range rewrites, `constant_score`, match-all): a top-k search whose
+    /// k-th hit already has that score, and wins its ties against all of a segment, can pass
+    /// that segment over without building its scorer (a dictionary walk per segment).
+    pub(crate) fn constant_score(&self) -> Option<f32> {
+        match self {
+            Weight::Prefix { score, .. }
+            | Weight::Automaton { score, .. }
+            | Weight::Const { score, .. }
+            | Weight::Range { score, .. }
+            | Weight::All { score } => Some(*score),
+            _ => None,
+        }
+    }
+
     /// A wildcard's or regexp's weight: its NFA, and the bit-set form when it applies.
     fn automaton(field: u32, nfa: Nfa, score: f32) -> Weight {
         let bits = automaton::BitNfa::new(&nfa).map(Arc::new);
