@@ -515,7 +515,9 @@ proptest! {
 /// Constant-score queries (prefix, wildcard, `constant_score`-like rewrites): every match
 /// scores the same, ties go to index order, and a top-k search without a count passes over the
 /// segments after the one that filled it. Patterns over [`VOCAB`] with what they match.
-const PATTERNS: [(&str, fn(&str) -> bool); 6] = [
+type Pattern = (&'static str, fn(&str) -> bool);
+
+const PATTERNS: [Pattern; 6] = [
     ("s*", |w| w.starts_with('s')),
     ("t*", |w| w.starts_with('t')),
     ("w*t", |w| w.starts_with('w') && w.ends_with('t')),
