@@ -187,9 +187,15 @@ impl Timeline {
         self.bulk_worst[self.slot(at)].fetch_max(micros, Ordering::Relaxed);
     }
 
+    fn counts(v: &[AtomicU64]) -> Vec<u64> {
+        v.iter().map(|x| x.load(Ordering::Relaxed)).collect()
+    }
+
+    /// Microseconds as milliseconds.
     fn ms(v: &[AtomicU64]) -> Vec<f64> {
-        v.iter()
-            .map(|x| x.load(Ordering::Relaxed) as f64 / 1000.0)
+        Self::counts(v)
+            .into_iter()
+            .map(|x| x as f64 / 1000.0)
             .collect()
     }
 }
@@ -510,11 +516,7 @@ fn run_rate(
         max_ms: h.max() as f64 / 1000.0,
         docs_indexed,
         index_errors,
-        slow_per_second: timeline
-            .slow
-            .iter()
-            .map(|x| x.load(Ordering::Relaxed))
-            .collect(),
+        slow_per_second: Timeline::counts(&timeline.slow),
         worst_ms_per_second: Timeline::ms(&timeline.worst),
         bulk_worst_ms_per_second: Timeline::ms(&timeline.bulk_worst),
     })

@@ -212,6 +212,16 @@ fn build(docs: &[Vec<usize>], threads: usize) -> (tempfile::TempDir, Index) {
 /// [`build`] with an indexing RAM budget: 1 MiB leaves many small segments, 64 MiB one per
 /// indexing thread.
 fn build_with(docs: &[Vec<usize>], threads: usize, ram: usize) -> (tempfile::TempDir, Index) {
+    build_in_commits(docs, threads, ram, docs.len())
+}
+
+/// [`build_with`], committing after every `every` documents (a segment per commit at least).
+fn build_in_commits(
+    docs: &[Vec<usize>],
+    threads: usize,
+    ram: usize,
+    every: usize,
+) -> (tempfile::TempDir, Index) {
     let schema = Schema::builder().integer("id").text("body", false).build();
     let tmp = tempfile::tempdir().unwrap();
     let opts = WriterOptions {
@@ -228,6 +238,9 @@ fn build_with(docs: &[Vec<usize>], threads: usize, ram: usize) -> (tempfile::Tem
         doc.add(&schema, "body", FieldValue::Str(body.join(" ")))
             .unwrap();
         w.add_document(doc).unwrap();
+        if (i + 1) % every.max(1) == 0 && i + 1 < docs.len() {
+            w.commit().unwrap();
+        }
     }
     w.commit().unwrap();
     let index = Index::open(tmp.path()).unwrap();
@@ -562,26 +575,8 @@ proptest! {
 /// first match in index order.
 #[test]
 fn constant_score_top_k_passes_over_later_segments() {
-    let schema = Schema::builder().integer("id").text("body", false).build();
-    let tmp = tempfile::tempdir().unwrap();
-    let opts = WriterOptions {
-        threads: 1,
-        merge_policy: MergePolicy::None,
-        ..Default::default()
-    };
-    let mut w = IndexWriter::create(tmp.path(), schema.clone(), opts).unwrap();
-    for i in 0..3_000usize {
-        let mut doc = Document::new();
-        doc.add(&schema, "id", FieldValue::Int(i as i64)).unwrap();
-        doc.add(&schema, "body", FieldValue::Str(VOCAB[i % 12].into()))
-            .unwrap();
-        w.add_document(doc).unwrap();
-        if i % 500 == 499 {
-            w.commit().unwrap();
-        }
-    }
-    w.commit().unwrap();
-    let index = Index::open(tmp.path()).unwrap();
+    let docs: Vec<Vec<usize>> = (0..3_000).map(|i| vec![i % 12]).collect();
+    let (_tmp, index) = build_in_commits(&docs, 1, 64 << 20, 500);
     let s = index.searcher();
     assert_eq!(s.segments().len(), 6);
     let parsed = s.parse_query("s*", &["body"]).unwrap();
